@@ -1,0 +1,66 @@
+"""Synthetic point sets for each metric the paper evaluates, as pure functions of a seed.
+
+All clustered families draw k prototypes and perturb them, so a good learned forest exists (gamma near 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+def gaussian_mixture(n: int, dim: int, components: int, separation: float, seed: int) -> np.ndarray:
+    """(n, dim) points: k = `components` centers ~ N(0, separation^2 I), each point its center + N(0, I)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=separation, size=(components, dim))
+    which = rng.integers(components, size=n)
+    return centers[which] + rng.normal(size=(n, dim))
+
+
+def uniform_cube(n: int, dim: int, seed: int) -> np.ndarray:
+    """(n, dim) points uniform in [0, 1]^dim."""
+    return np.random.default_rng(seed).random((n, dim))
+
+
+def bit_strings(n: int, bits: int, components: int, flip: float, seed: int) -> np.ndarray:
+    """(n, bits) 0/1 array: k random prototypes, each bit of each point flipped with probability `flip`."""
+    rng = np.random.default_rng(seed)
+    prototypes = rng.integers(0, 2, size=(components, bits), dtype=np.uint8)
+    which = rng.integers(components, size=n)
+    flips = (rng.random((n, bits)) < flip).astype(np.uint8)
+    return prototypes[which] ^ flips
+
+
+def item_sets(n: int, vocabulary: int, components: int, set_size: int, seed: int) -> list[list[int]]:
+    """n sets of items in [0, vocabulary): each cluster prefers its own topic of items (80%) over the rest."""
+    rng = np.random.default_rng(seed)
+    topics = [rng.choice(vocabulary, size=max(set_size * 2, 1), replace=False) for _ in range(components)]
+    sets: list[list[int]] = []
+    for c in rng.integers(components, size=n):
+        size = max(1, int(rng.poisson(set_size)))
+        from_topic = rng.random(size) < 0.8
+        items = np.where(from_topic, rng.choice(topics[c], size=size), rng.integers(vocabulary, size=size))
+        sets.append(sorted({int(x) for x in items}))
+    return sets
+
+
+def edited_strings(n: int, length: int, components: int, edits: int, seed: int) -> list[str]:
+    """n strings: k random prototypes of `length` letters, each copy with up to `edits` random edits."""
+    rng = np.random.default_rng(seed)
+    prototypes = ["".join(rng.choice(list(_ALPHABET), size=length)) for _ in range(components)]
+    out: list[str] = []
+    for c in rng.integers(components, size=n):
+        s = list(prototypes[c])
+        for _ in range(int(rng.integers(edits + 1))):
+            pos = int(rng.integers(len(s) + 1))
+            op = rng.integers(3)
+            letter = str(rng.choice(list(_ALPHABET)))
+            if op == 0 or not s:  # insert
+                s.insert(pos, letter)
+            elif op == 1:  # delete
+                del s[min(pos, len(s) - 1)]
+            else:  # substitute
+                s[min(pos, len(s) - 1)] = letter
+        out.append("".join(s))
+    return out
