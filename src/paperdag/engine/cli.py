@@ -1,0 +1,138 @@
+"""The `paperdag` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from paperdag.engine.errors import PaperdagError
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The nearest directory upwards holding params.yaml and pipelines/ (PAPERDAG_ROOT overrides)."""
+    if os.environ.get("PAPERDAG_ROOT"):
+        return Path(os.environ["PAPERDAG_ROOT"]).resolve()
+    here = (start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        if (d / "pipelines").is_dir() and (d / "params.yaml").exists():
+            return d
+    raise PaperdagError(f"no paperdag project (a directory with pipelines/ and params.yaml) at or above {here}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="paperdag", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("render", help="write dvc.yaml from pipelines/*.yaml")
+    r.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from the declarations")
+    s = sub.add_parser("stage", help="run one stage (the command dvc.yaml calls)")
+    s.add_argument("address", metavar="PIPELINE:STAGE")
+    run = sub.add_parser("run", help="run a pipeline's stale stages as a Prefect flow")
+    run.add_argument("pipeline")
+    run.add_argument("--runner", choices=["thread", "dask"], default="thread")
+    run.add_argument("--address", help="address of an existing Dask scheduler (with --runner dask)")
+    run.add_argument("--workers", type=int, help="stages run at once (default: CPU count)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="change a params.yaml value before running (written to params.yaml, like dvc exp run -S)")
+    sc = sub.add_parser("schedule", help="register a Prefect deployment of a pipeline with a cron schedule")
+    sc.add_argument("pipeline")
+    sc.add_argument("--cron", required=True)
+    sub.add_parser("serve", help="serve the scheduled pipelines (blocks)")
+    ln = sub.add_parser("lineage", help="trace an artifact back to its sources")
+    ln.add_argument("target", metavar="PATH_OR_MD5")
+    fmt = ln.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true")
+    fmt.add_argument("--mermaid", action="store_true")
+    v = sub.add_parser("verify", help="rerun stages in a scratch workspace and compare outputs")
+    v.add_argument("target", metavar="PIPELINE[:STAGE]")
+    v.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance for float tensors and JSON numbers")
+    v.add_argument("--json", action="store_true")
+    sub.add_parser("list", help="pipelines and stages, stale or up to date")
+    rep = sub.add_parser("report", help="write report/index.html and report/README.md")
+    rep.add_argument("--out", default="report")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except PaperdagError as e:
+        print(f"paperdag: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    root = find_root()
+    if args.command == "render":
+        from paperdag.engine.render import render
+        from paperdag.engine.spec import load_project
+
+        current = render(load_project(root), check=args.check)
+        if args.check and not current:
+            print("paperdag: dvc.yaml has drifted from pipelines/: run `paperdag render`", file=sys.stderr)
+            return 1
+        print("dvc.yaml is up to date" if current else "dvc.yaml written")
+        return 0
+    if args.command == "stage":
+        from paperdag.engine.runner import run_stage
+
+        run_stage(root, args.address)
+        return 0
+    if args.command in ("run", "schedule", "serve"):
+        from paperdag.engine.flow import prefect_defaults
+
+        prefect_defaults(root)
+        from paperdag.engine import flow
+
+        if args.command == "run":
+            if args.overrides:
+                from paperdag.engine.params import set_params
+                from paperdag.engine.spec import load_project
+
+                with flow.repo_lock(root):
+                    for key, old, new in set_params(root, args.overrides):
+                        print(f"params.yaml: {key}: {old!r} -> {new!r}", file=sys.stderr)
+                    load_project(root)  # the new values must still validate
+            status = flow.run_pipeline(root, args.pipeline, args.runner, args.address, args.workers)
+            for stage, state in status.items():
+                print(f"{stage}: {state}")
+            return 0
+        if args.command == "schedule":
+            dep = flow.schedule(root, args.pipeline, args.cron)
+            print(f"scheduled {args.pipeline} ({args.cron}): deployment {dep}")
+            return 0
+        flow.serve(root)
+        return 0
+    if args.command == "lineage":
+        from paperdag.engine import lineage
+
+        graph = lineage.trace(root, args.target)
+        print(json.dumps(graph, indent=2) if args.json else lineage.mermaid(graph) if args.mermaid else lineage.tree(graph))
+        return 0
+    if args.command == "verify":
+        from paperdag.engine import verify
+
+        results = verify.verify(root, args.target, rtol=args.rtol)
+        print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
+        return 0 if all(r["reproduced"] for r in results) else 1
+    if args.command == "list":
+        from paperdag.engine.status import format_status, status
+
+        print(format_status(status(root)))
+        return 0
+    if args.command == "report":
+        from paperdag.engine.report import write_report
+
+        html, md = write_report(root, Path(args.out))
+        print(f"wrote {html} and {md}")
+        return 0
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

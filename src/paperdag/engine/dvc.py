@@ -1,0 +1,41 @@
+"""DVC through its CLI with cwd=repo (its Python API depends on the process-wide working directory)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from paperdag.engine.errors import PaperdagError
+
+
+def dvc(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    r = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True, text=True, env=env)
+    if check and r.returncode != 0:
+        msg = (r.stderr or r.stdout).strip().splitlines()
+        raise PaperdagError(f"`dvc {' '.join(args)}` failed: {msg[-1] if msg else r.returncode}")
+    return r
+
+
+def changed_stages(root: Path, dvc_names: list[str]) -> set[str]:
+    """Stages whose own deps, params, command or outs differ from dvc.lock (descendants are not included)."""
+    if not dvc_names:
+        return set()
+    r = dvc(root, "status", "--json", *dvc_names)
+    status = json.loads(r.stdout or "{}")
+    return {name.split(":")[-1] for name in status}
+
+
+def commit(root: Path, dvc_name: str) -> None:
+    """Record a finished stage in dvc.lock and the cache (one writer at a time: DVC's repo lock)."""
+    dvc(root, "commit", "--force", dvc_name)
+
+
+def lock(root: Path) -> dict:
+    import yaml
+
+    path = Path(root) / "dvc.lock"
+    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}

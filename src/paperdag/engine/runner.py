@@ -1,0 +1,160 @@
+"""`paperdag stage PIPELINE:STAGE`: the single entry point DVC (and every Prefect task) runs.
+
+Load the declaration, build the typed params, seed every RNG, read inputs by type, call the stage function
+inside an MLflow run, write every output to a temporary path and move them into place only after all
+succeeded. A stage that raises (or is killed) leaves the previous outputs untouched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, get_type_hints
+
+from paperdag.engine import artifacts
+from paperdag.engine.errors import StageError
+from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place, tmp_sibling
+from paperdag.engine.params import build, collect, load_params, stage_seed
+from paperdag.engine.spec import Project, Stage, load_project
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+    if "torch" in sys.modules:  # seeded only when the stage uses it: importing torch costs seconds
+        import torch
+
+        torch.manual_seed(seed)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def _importable(root: Path) -> None:
+    """Make the project's stages/ and its own src/paperdag packages importable (a project need not be the
+    checkout paperdag was installed from: a scratch copy, a test fixture)."""
+    import paperdag
+    import paperdag.methods
+
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    for package, sub in ((paperdag, "src/paperdag"), (paperdag.methods, "src/paperdag/methods")):
+        d = root / sub
+        if d.is_dir() and str(d) not in package.__path__ and all(not d.samefile(p) for p in package.__path__):
+            package.__path__.append(str(d))
+
+
+def stage_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:
+    _importable(project.root)
+    module = importlib.import_module(stage.module)
+    fn = getattr(module, stage.function, None)
+    if fn is None:
+        raise StageError(f"{stage.module}.{stage.function} does not exist (stage {stage.address})")
+    return fn
+
+
+def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Callable[..., Any], dict[str, Any], int]:
+    """The stage function, its keyword arguments except inputs' values (typed params), and its seed."""
+    fn = stage_function(project, stage)
+    sig = inspect.signature(fn)
+    expected = set(stage.deps) | {"params"}
+    accepted = set(sig.parameters)
+    if accepted != expected:
+        raise StageError(
+            f"{stage.module}.{stage.function} takes ({', '.join(sorted(accepted))}) but "
+            f"{project.pipelines[stage.pipeline].file} stages.{stage.name} gives ({', '.join(sorted(expected))})"
+        )
+    cls = get_type_hints(fn).get("params")
+    seed = stage_seed(params, stage.address)
+    typed = build(cls, collect(params, stage.params), seed, stage.address)
+    return fn, {"params": typed}, seed
+
+
+def run_stage(root: Path | str, address: str) -> dict[str, str]:
+    """Run one stage; return the md5 of each output path."""
+    from paperdag.engine import tracking
+
+    root = Path(root).resolve()
+    params = load_params(root)
+    project = load_project(root, params)
+    stage = project.stage(address)
+    fn, kwargs, seed = prepare(project, params, stage)
+    for a in stage.outputs.values():
+        remove_stale_tmp((root / a.path).parent)
+    dep_md5 = {path: dvc_md5(root / path) for path in stage.deps.values() if (root / path).exists()}
+    tags = {f"{tracking.DEP_TAG}{p}": m for p, m in dep_md5.items()}
+    tags["paperdag.seed"] = str(seed)
+    t0 = time.perf_counter()
+    _say(f"{address}: start")
+    pending = tracking.PendingRun(root, stage.pipeline, stage.name, tags)
+    try:
+        seed_everything(seed)
+        for name, path in stage.deps.items():
+            kwargs[name] = artifacts.read(project.producers[path].output_at(path).type, root / path)
+        result = fn(**kwargs)
+        out_md5 = _write_outputs(root, stage, result)
+    except BaseException as e:
+        _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e}")
+        try:
+            pending.handle().log_params(vars(kwargs["params"]))
+            pending.fail(e)
+        except Exception as tracking_error:  # never hide the stage's own error behind a tracking one
+            _say(f"{address}: could not record the failure in MLflow: {tracking_error}")
+        raise
+    elapsed = time.perf_counter() - t0
+    run = pending.handle()
+    run.log_params(vars(kwargs["params"]))
+    run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()})
+    run.log_metrics({"paperdag.stage_seconds": elapsed})
+    for a in stage.outputs.values():
+        if a.kind == "metric":
+            run.log_metrics(artifacts.read("json", root / a.path))
+        if a.kind in ("metric", "plot"):
+            run.log_artifact(root / a.path, a.kind + "s")
+    pending.finish()
+    _say(f"{address}: done in {elapsed:.1f} s, recorded in {time.perf_counter() - t0:.1f} s (mlflow run {run.run_id})")
+    return out_md5
+
+
+def _write_outputs(root: Path, stage: Stage, result: Any) -> dict[str, str]:
+    if not isinstance(result, dict):
+        raise StageError(f"stage {stage.address} must return a dict of its outputs, got {type(result).__name__}")
+    missing = set(stage.outputs) - set(result)
+    extra = set(result) - set(stage.outputs)
+    if missing or extra:
+        raise StageError(
+            f"stage {stage.address} returned outputs {sorted(result)}; declared {sorted(stage.outputs)}"
+            + (f" (missing {sorted(missing)})" if missing else "")
+            + (f" (undeclared {sorted(extra)})" if extra else "")
+        )
+    written: list[tuple[Path, Path]] = []
+    try:
+        for name, a in stage.outputs.items():
+            final = root / a.path
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = tmp_sibling(final)
+            artifacts.write(a, result[name], tmp)
+            written.append((tmp, final))
+    except BaseException:
+        for tmp, _ in written:
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        for a in stage.outputs.values():
+            remove_stale_tmp((root / a.path).parent)
+        raise
+    for tmp, final in written:
+        replace_into_place(tmp, final)
+    return {str(final.relative_to(root)): dvc_md5(final) for _, final in written}
+
+
+def _say(msg: str) -> None:
+    if os.environ.get("PAPERDAG_QUIET") != "1":
+        print(f"[paperdag] {msg}", file=sys.stderr, flush=True)

@@ -1,0 +1,307 @@
+"""Parse and validate pipelines/*.yaml: the one declaration every engine (DVC, Prefect, MLflow) is derived from.
+
+A pipeline file declares stages; each stage names its inputs (deps: name -> path), the params.yaml keys it
+reads, and its outputs (outs / metrics / plots: name -> path, typed by extension). Validation is whole-project:
+every input must be some stage's output, no path has two producers, the stage graph has no cycle, every
+params key exists, every stage function exists in stages/<pipeline>.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import networkx as nx
+import yaml
+
+from paperdag.engine.errors import SpecError
+
+ArtifactKind = Literal["out", "metric", "plot"]
+ArtifactType = Literal["parquet", "json", "safetensors", "npy", "png", "dir"]
+
+_TYPES_BY_SUFFIX: dict[str, ArtifactType] = {
+    ".parquet": "parquet",
+    ".json": "json",
+    ".safetensors": "safetensors",
+    ".npy": "npy",
+    ".png": "png",
+}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_PIPELINE_KEYS = {"description", "stages"}
+_STAGE_KEYS = {"description", "function", "deps", "params", "outs", "metrics", "plots", "volatile"}
+_KIND_OF_SECTION: dict[str, ArtifactKind] = {"outs": "out", "metrics": "metric", "plots": "plot"}
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One declared output of a stage: a file (typed by its extension) or a directory (path ends in '/')."""
+
+    name: str
+    path: str  # relative to the repo root, no trailing slash
+    kind: ArtifactKind
+    type: ArtifactType
+
+
+@dataclass(frozen=True)
+class Stage:
+    pipeline: str
+    name: str
+    function: str
+    deps: dict[str, str]
+    params: tuple[str, ...]
+    outputs: dict[str, Artifact]
+    volatile: tuple[str, ...] = ()
+    description: str = ""
+
+    @property
+    def address(self) -> str:
+        """`pipeline:stage`, the argument of `paperdag stage`."""
+        return f"{self.pipeline}:{self.name}"
+
+    @property
+    def dvc_name(self) -> str:
+        """The stage's name in dvc.yaml (DVC names allow no ':')."""
+        return f"{self.pipeline}-{self.name}"
+
+    @property
+    def module(self) -> str:
+        return f"stages.{self.pipeline}"
+
+    def output_at(self, path: str) -> Artifact:
+        return next(a for a in self.outputs.values() if a.path == path)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    file: str
+    description: str
+    stages: dict[str, Stage]
+
+    @property
+    def module_file(self) -> str:
+        return f"stages/{self.name}.py"
+
+
+@dataclass
+class Project:
+    """All pipelines of a repository, validated together."""
+
+    root: Path
+    pipelines: dict[str, Pipeline] = field(default_factory=dict)
+
+    @cached_property
+    def stages(self) -> dict[str, Stage]:
+        """Every stage by address (`pipeline:stage`)."""
+        return {s.address: s for p in self.pipelines.values() for s in p.stages.values()}
+
+    @cached_property
+    def producers(self) -> dict[str, Stage]:
+        """Path -> the stage that writes it."""
+        return {a.path: s for s in self.stages.values() for a in s.outputs.values()}
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """Stage addresses, with an edge from producer to consumer."""
+        g = nx.DiGraph()
+        g.add_nodes_from(self.stages)
+        for s in self.stages.values():
+            for path in s.deps.values():
+                g.add_edge(self.producers[path].address, s.address)
+        return g
+
+    def pipeline(self, name: str) -> Pipeline:
+        if name not in self.pipelines:
+            known = ", ".join(sorted(self.pipelines)) or "none"
+            raise SpecError("pipelines/", name, f"no pipeline of that name (known: {known})")
+        return self.pipelines[name]
+
+    def stage(self, address: str) -> Stage:
+        if address not in self.stages:
+            pipeline, _, name = address.partition(":")
+            p = self.pipeline(pipeline)
+            raise SpecError(p.file, f"stages.{name}", f"no such stage (known: {', '.join(p.stages)})")
+        return self.stages[address]
+
+    def order(self, pipeline: str | None = None) -> list[Stage]:
+        """Stages in a stable topological order, optionally only one pipeline's."""
+        order = nx.lexicographical_topological_sort(self.graph)
+        stages = [self.stages[a] for a in order]
+        return [s for s in stages if pipeline is None or s.pipeline == pipeline]
+
+    def upstream(self, address: str) -> list[Stage]:
+        """The stage and every stage it depends on, in topological order."""
+        keep = nx.ancestors(self.graph, address) | {address}
+        return [s for s in self.order() if s.address in keep]
+
+
+def load_project(root: Path | str, params: dict[str, Any] | None = None) -> Project:
+    """Read and validate every pipelines/*.yaml under root against root/params.yaml."""
+    root = Path(root).resolve()
+    if params is None:
+        from paperdag.engine.params import load_params
+
+        params = load_params(root)
+    project = Project(root=root)
+    files = sorted((root / "pipelines").glob("*.yaml"))
+    for f in files:
+        p = _parse_pipeline(f.relative_to(root).as_posix(), _read_yaml(f, root))
+        project.pipelines[p.name] = p
+    _validate(project, params)
+    return project
+
+
+def _read_yaml(path: Path, root: Path) -> Any:
+    rel = path.relative_to(root).as_posix()
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "?"
+        raise SpecError(rel, where, f"not valid YAML ({getattr(e, 'problem', e)})") from None
+
+
+def _parse_pipeline(file: str, doc: Any) -> Pipeline:
+    name = Path(file).stem
+    if not _NAME.match(name):
+        raise SpecError(file, "(file name)", "pipeline names are lower-case letters, digits and '_'")
+    if not isinstance(doc, dict):
+        raise SpecError(file, "(top level)", "expected a mapping with a `stages` key")
+    for key in doc:
+        if key not in _PIPELINE_KEYS:
+            raise SpecError(file, str(key), f"unknown key (allowed: {', '.join(sorted(_PIPELINE_KEYS))})")
+    stages_doc = doc.get("stages")
+    if not isinstance(stages_doc, dict) or not stages_doc:
+        raise SpecError(file, "stages", "expected a non-empty mapping of stage name -> stage")
+    stages = {}
+    for sname, sdoc in stages_doc.items():
+        stages[sname] = _parse_stage(file, name, str(sname), sdoc)
+    return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages)
+
+
+def _parse_stage(file: str, pipeline: str, name: str, doc: Any) -> Stage:
+    where = f"stages.{name}"
+    if not _NAME.match(name):
+        raise SpecError(file, where, "stage names are lower-case letters, digits and '_'")
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise SpecError(file, where, "expected a mapping")
+    for key in doc:
+        if key not in _STAGE_KEYS:
+            raise SpecError(file, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(_STAGE_KEYS))})")
+    deps = _name_to_path(file, f"{where}.deps", doc.get("deps"))
+    outputs: dict[str, Artifact] = {}
+    for section, kind in _KIND_OF_SECTION.items():
+        for oname, raw in _name_to_path(file, f"{where}.{section}", doc.get(section)).items():
+            key = f"{where}.{section}.{oname}"
+            if oname in outputs or oname in deps:
+                raise SpecError(file, key, "name used twice in this stage")
+            outputs[oname] = _artifact(file, key, oname, raw, kind)
+    if not outputs:
+        raise SpecError(file, where, "a stage must declare at least one output (outs, metrics or plots)")
+    params = doc.get("params", [])
+    if not isinstance(params, list) or not all(isinstance(p, str) and p for p in params):
+        raise SpecError(file, f"{where}.params", "expected a list of dotted params.yaml keys")
+    volatile = doc.get("volatile", [])
+    if not isinstance(volatile, list) or not all(isinstance(v, str) for v in volatile):
+        raise SpecError(file, f"{where}.volatile", "expected a list of '<output>.<key>' patterns")
+    function = doc.get("function", name)
+    if not isinstance(function, str) or not function.isidentifier():
+        raise SpecError(file, f"{where}.function", "expected a Python function name")
+    return Stage(
+        pipeline=pipeline,
+        name=name,
+        function=function,
+        deps={k: v.rstrip("/") for k, v in deps.items()},
+        params=tuple(params),
+        outputs=outputs,
+        volatile=tuple(volatile),
+        description=str(doc.get("description", "")),
+    )
+
+
+def _name_to_path(file: str, key: str, doc: Any) -> dict[str, str]:
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise SpecError(file, key, "expected a mapping of name -> path")
+    out = {}
+    for name, path in doc.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SpecError(file, f"{key}.{name}", "names must be Python identifiers")
+        if not isinstance(path, str) or not path or path.startswith(("/", "..")) or "/../" in path:
+            raise SpecError(file, f"{key}.{name}", "expected a relative path inside the repository")
+        out[name] = path
+    return out
+
+
+def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> Artifact:
+    if raw.endswith("/"):
+        atype: ArtifactType = "dir"
+    else:
+        suffix = Path(raw).suffix
+        if suffix not in _TYPES_BY_SUFFIX:
+            known = ", ".join(_TYPES_BY_SUFFIX)
+            raise SpecError(file, key, f"unknown type '{suffix}' (known: {known}, or a trailing '/' for a directory)")
+        atype = _TYPES_BY_SUFFIX[suffix]
+    if kind == "metric" and atype != "json":
+        raise SpecError(file, key, "metrics must be .json files")
+    if kind == "plot" and atype != "png":
+        raise SpecError(file, key, "plots must be .png files")
+    return Artifact(name=name, path=raw.rstrip("/"), kind=kind, type=atype)
+
+
+def _validate(project: Project, params: dict[str, Any]) -> None:
+    from paperdag.engine.params import lookup
+
+    producers: dict[str, tuple[Pipeline, Stage, str]] = {}
+    for p in project.pipelines.values():
+        for s in p.stages.values():
+            for a in s.outputs.values():
+                section = {"out": "outs", "metric": "metrics", "plot": "plots"}[a.kind]
+                key = f"stages.{s.name}.{section}.{a.name}"
+                if a.path in producers:
+                    other = producers[a.path]
+                    raise SpecError(p.file, key, f"{a.path} is also written by {other[0].file} stages.{other[1].name}")
+                for path in producers:
+                    if path.startswith(a.path + "/") or a.path.startswith(path + "/"):
+                        raise SpecError(p.file, key, f"{a.path} overlaps {path}, an output of another stage")
+                producers[a.path] = (p, s, key)
+    for p in project.pipelines.values():
+        for s in p.stages.values():
+            for dname, path in s.deps.items():
+                if path not in producers:
+                    raise SpecError(p.file, f"stages.{s.name}.deps.{dname}", f"no stage produces {path}")
+            for i, key in enumerate(s.params):
+                try:
+                    lookup(params, key)
+                except KeyError:
+                    raise SpecError(p.file, f"stages.{s.name}.params[{i}]", f"'{key}' is not in params.yaml") from None
+    graph = project.graph
+    try:
+        cycle = nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
+        cycle = None
+    if cycle:
+        first = project.stages[cycle[0][0]]
+        loop = " -> ".join([a for a, _ in cycle] + [cycle[0][0]])
+        raise SpecError(project.pipelines[first.pipeline].file, f"stages.{first.name}", f"dependency cycle: {loop}")
+    for p in project.pipelines.values():
+        module = project.root / p.module_file
+        defined = _top_level_functions(module)
+        for s in p.stages.values():
+            if s.function not in defined:
+                why = "does not exist" if module.exists() else f"{p.module_file} does not exist"
+                raise SpecError(p.file, f"stages.{s.name}", f"stage function {p.module_file}:{s.function} {why}")
+
+
+def _top_level_functions(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

@@ -1,0 +1,67 @@
+"""Glue of the toy pipeline: a diamond make -> (left, right) -> combine."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from paperdag.methods.toy import spin
+
+
+@dataclass(frozen=True)
+class MakeParams:
+    n: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class WorkParams:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CombineParams:
+    scale: float
+    fail: bool
+
+
+def make(params: MakeParams) -> dict:
+    rng = np.random.default_rng(params.seed)
+    return {"table": pl.DataFrame({"x": rng.normal(size=params.n)})}
+
+
+def square(params: WorkParams, table: pl.DataFrame) -> dict:
+    spin(params.seconds)
+    return {"values": table["x"].to_numpy() ** 2}
+
+
+def cube(params: WorkParams, table: pl.DataFrame) -> dict:
+    spin(params.seconds)
+    return {"values": {"cube": table["x"].to_numpy() ** 3}}
+
+
+def combine(params: CombineParams, left: np.ndarray, right: dict) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if params.fail:
+        raise RuntimeError("combine was told to fail")
+    total = float(params.scale * (left.sum() + right["cube"].sum()))
+
+    def write_model(path: Path) -> None:
+        (path / "weights.txt").write_text(f"{total:.6f}\n")
+        (path / "config.txt").write_text("toy\n")
+
+    fig, ax = plt.subplots()
+    ax.plot(np.sort(left))
+    return {
+        "model": write_model,
+        "metrics": {"headline": {"total": total, "seconds": time.perf_counter() % 1}, "n": int(left.size)},
+        "curve": fig,
+    }
