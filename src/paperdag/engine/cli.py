@@ -84,7 +84,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         run_stage(root, args.address)
         return 0
     if args.command in ("run", "schedule", "serve"):
-        from paperdag.engine.flow import prefect_defaults
+        from paperdag.engine.settings import prefect_defaults
 
         prefect_defaults(root)
         from paperdag.engine import flow

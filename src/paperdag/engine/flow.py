@@ -16,25 +16,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import networkx as nx
 from prefect import flow, task
 
 from paperdag.engine import dvc
 from paperdag.engine.errors import LockBusy, StageError
-from paperdag.engine.spec import Project, Stage, load_project
+from paperdag.engine.spec import Project, load_project
+from paperdag.engine.settings import prefect_defaults
+from paperdag.engine.status import stale_stages
 from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 
 STATE_DIR = ".paperdag"
 SCHEDULES = f"{STATE_DIR}/schedules.json"
-
-
-def prefect_defaults(root: Path) -> None:
-    """Quiet, reliable Prefect settings (see STACK_NOTES); anything the user exported wins."""
-    os.environ.setdefault("PREFECT_HOME", str(Path(root).resolve() / ".prefect"))
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
 
 
 @contextmanager
@@ -59,24 +51,6 @@ def repo_lock(root: Path) -> Iterator[None]:
             f.seek(0)
             f.truncate()
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def plan(project: Project, pipeline: str) -> list[Stage]:
-    """The stale stages a run of `pipeline` must execute, in topological order.
-
-    Stale = changed according to DVC (deps, params, command or outs differ from dvc.lock) or downstream of a
-    stale stage. Stages of other pipelines that this one consumes are included.
-    """
-    project.pipeline(pipeline)
-    wanted: set[str] = set()
-    for s in project.order(pipeline):
-        wanted |= {u.address for u in project.upstream(s.address)}
-    scope = [s for s in project.order() if s.address in wanted]
-    changed = dvc.changed_stages(project.root, [s.dvc_name for s in scope])
-    stale = {s.address for s in scope if s.dvc_name in changed}
-    for a in list(stale):
-        stale |= nx.descendants(project.graph, a) & wanted
-    return [s for s in scope if s.address in stale]
 
 
 def _stage_command(address: str) -> list[str]:
@@ -108,7 +82,7 @@ def paperdag_pipeline(root: str, pipeline: str) -> dict[str, str]:
     with repo_lock(repo):
         project = load_project(repo)
         _ensure_rendered(project)
-        todo = plan(project, pipeline)
+        todo = stale_stages(project, pipeline)
         if not todo:
             print(f"{pipeline}: every stage is up to date", file=sys.stderr)
             return {}

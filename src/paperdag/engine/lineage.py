@@ -1,0 +1,157 @@
+"""`paperdag lineage`: from an artifact (path or md5) up to its sources, through dvc.lock and MLflow.
+
+For each artifact: the md5 DVC recorded, the stage that wrote it, that stage's params, and the MLflow runs
+whose recorded output md5 matches (with the git commit each ran at). Code files are leaves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from paperdag.engine import dvc
+from paperdag.engine.errors import PaperdagError
+from paperdag.engine.tracking import OUT_TAG
+
+
+def _lock_index(root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """out path -> {stage, md5, deps, params}; and md5 -> out path."""
+    lock = dvc.lock(root)
+    outs: dict[str, dict[str, Any]] = {}
+    for name, entry in (lock.get("stages") or {}).items():
+        deps = {d["path"]: d.get("md5", "") for d in entry.get("deps", [])}
+        params = {}
+        for file, values in (entry.get("params") or {}).items():
+            params.update({f"{k}": v for k, v in values.items()})
+        for o in entry.get("outs", []):
+            outs[o["path"]] = {"dvc_stage": name, "md5": o.get("md5", ""), "deps": deps, "params": params, "cmd": entry.get("cmd", "")}
+    return outs, {v["md5"]: k for k, v in outs.items()}
+
+
+def _resolve(root: Path, target: str, outs: dict[str, Any], by_md5: dict[str, str]) -> str:
+    rel = target
+    p = Path(target)
+    if p.is_absolute():
+        try:
+            rel = p.resolve().relative_to(root).as_posix()
+        except ValueError:
+            raise PaperdagError(f"{target} is outside the project {root}") from None
+    rel = rel.rstrip("/")
+    if rel in outs:
+        return rel
+    matches = [path for md5, path in by_md5.items() if len(target) >= 6 and md5.startswith(target)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise PaperdagError(f"md5 prefix {target} matches several artifacts: {', '.join(sorted(matches))}")
+    raise PaperdagError(f"{target}: no stage output in dvc.lock has this path or md5 (run the pipeline first?)")
+
+
+def _runs_by_out(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
+    """(out path, md5) -> MLflow runs that recorded writing it."""
+    from paperdag.engine.tracking import client
+
+    c = client(root)
+    exps = [e.experiment_id for e in c.search_experiments()]
+    found: dict[tuple[str, str], list[dict[str, str]]] = {}
+    if not exps:
+        return found
+    for run in c.search_runs(exps, filter_string="attributes.status = 'FINISHED'", max_results=50_000):
+        for key, md5 in run.data.tags.items():
+            if key.startswith(OUT_TAG):
+                found.setdefault((key[len(OUT_TAG):], md5), []).append(
+                    {
+                        "run_id": run.info.run_id,
+                        "experiment": run.info.experiment_id,
+                        "git_commit": run.data.tags.get("git.commit", ""),
+                        "git_dirty": run.data.tags.get("git.dirty", ""),
+                        "parent_run_id": run.data.tags.get("mlflow.parentRunId", ""),
+                        "prefect_flow_run_id": run.data.tags.get("prefect.flow_run_id", ""),
+                    }
+                )
+    return found
+
+
+def trace(root: Path, target: str) -> dict[str, Any]:
+    """The upstream graph of an artifact: {'target', 'nodes': {path: node}, 'edges': [[upstream, downstream]]}."""
+    root = Path(root).resolve()
+    outs, by_md5 = _lock_index(root)
+    start = _resolve(root, target, outs, by_md5)
+    runs = _runs_by_out(root)
+    nodes: dict[str, Any] = {}
+    edges: list[list[str]] = []
+    todo = [start]
+    while todo:
+        path = todo.pop()
+        if path in nodes:
+            continue
+        if path not in outs:
+            nodes[path] = {"kind": "source"}
+            continue
+        info = outs[path]
+        stage = info["dvc_stage"]
+        address = info["cmd"].removeprefix("paperdag stage ").strip() or stage
+        nodes[path] = {
+            "kind": "artifact",
+            "md5": info["md5"],
+            "stage": address,
+            "params": info["params"],
+            "runs": runs.get((path, info["md5"]), []),
+        }
+        for dep, md5 in info["deps"].items():
+            edges.append([dep, path])
+            if dep not in outs:
+                nodes.setdefault(dep, {"kind": "source", "md5": md5})
+            todo.append(dep)
+    return {"target": start, "nodes": nodes, "edges": edges}
+
+
+def tree(graph: dict[str, Any]) -> str:
+    nodes, edges = graph["nodes"], graph["edges"]
+    parents: dict[str, list[str]] = {}
+    for up, down in edges:
+        parents.setdefault(down, []).append(up)
+    lines: list[str] = []
+    shown: set[str] = set()
+
+    def describe(path: str) -> str:
+        n = nodes[path]
+        md5 = n.get("md5", "")[:12]
+        if n["kind"] == "source":
+            return f"{path}  [source] md5 {md5}"
+        runs = ", ".join(f"{r['run_id'][:12]} @ {r['git_commit'][:10]}{'+dirty' if r['git_dirty'] == 'true' else ''}" for r in n["runs"])
+        return f"{path}  md5 {md5}  <- {n['stage']}  runs: {runs or 'none recorded'}"
+
+    def walk(path: str, prefix: str, last: bool, top: bool) -> None:
+        head = prefix + ("" if top else "└─ " if last else "├─ ")
+        if path in shown and parents.get(path):
+            lines.append(f"{head}{path}  (see above)")
+            return
+        shown.add(path)
+        lines.append(head + describe(path))
+        child_prefix = prefix + ("" if top else "   " if last else "│  ")
+        n = nodes[path]
+        if n["kind"] == "artifact" and n["params"]:
+            params = ", ".join(f"{k}={v}" for k, v in n["params"].items())
+            lines.append(child_prefix + f"   params: {params}")
+        ups = sorted(parents.get(path, []), key=lambda p: (nodes[p]["kind"] == "source", p))
+        for i, up in enumerate(ups):
+            walk(up, child_prefix, i == len(ups) - 1, False)
+
+    walk(graph["target"], "", True, True)
+    return "\n".join(lines)
+
+
+def mermaid(graph: dict[str, Any]) -> str:
+    ids = {path: f"n{i}" for i, path in enumerate(sorted(graph["nodes"]))}
+    lines = ["graph BT"]
+    for path, n in sorted(graph["nodes"].items()):
+        label = f"{path}<br/>{n.get('md5', '')[:8]}"
+        if n["kind"] == "artifact":
+            label += f"<br/>{n['stage']}"
+            lines.append(f'  {ids[path]}["{label}"]')
+        else:
+            lines.append(f'  {ids[path]}(["{label}"])')
+    for up, down in graph["edges"]:
+        lines.append(f"  {ids[up]} --> {ids[down]}")
+    return "\n".join(lines)
