@@ -1,0 +1,412 @@
+"""Glue between the paperdag engine and the mfc method: synthesize -> train -> infer -> evaluate.
+
+The method lives in paperdag.methods.mfc; these functions only turn tables into metric spaces and back.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+from rich.progress import track
+
+from paperdag.methods.mfc import (
+    VARIANTS,
+    EditSpace,
+    EuclideanSpace,
+    HammingSpace,
+    JaccardSpace,
+    LearnedForest,
+    MetricSpace,
+    bit_strings,
+    complete_forest,
+    edited_strings,
+    exact_mst,
+    gamma_overlap,
+    gaussian_mixture,
+    is_spanning_tree,
+    item_sets,
+    learned_forest,
+    mst_bound,
+    uniform_cube,
+)
+
+INSTANCES = ("gaussian", "uniform", "hamming", "jaccard", "edit", "digits")
+BUDGETED = ("greedy-B", "dp-B")  # the variants spending a budget B of extra representatives
+_POINT_SCHEMA = {
+    "instance": pl.String,
+    "metric": pl.String,
+    "vector": pl.List(pl.Float64),  # euclidean points
+    "items": pl.List(pl.Int64),  # hamming bits (0/1) or jaccard set items
+    "text": pl.String,  # edit-distance strings
+}
+
+
+# ---------------------------------------------------------------- synthesize
+
+
+@dataclass(frozen=True)
+class SynthesizeParams:
+    instances: list[str]
+    gaussian_n: int
+    gaussian_dim: int
+    gaussian_components: int
+    gaussian_separation: float
+    uniform_n: int
+    uniform_dim: int
+    hamming_n: int
+    hamming_bits: int
+    hamming_components: int
+    hamming_flip: float
+    jaccard_n: int
+    jaccard_vocabulary: int
+    jaccard_components: int
+    jaccard_set_size: int
+    edit_n: int
+    edit_length: int
+    edit_components: int
+    edit_max_edits: int
+    points_file: str
+    points_metric: str
+    seed: int
+
+
+def synthesize(params: SynthesizeParams) -> dict[str, object]:
+    """Point sets in every metric (plus load_digits and an optional user file), one row per point."""
+    unknown = sorted(set(params.instances) - set(INSTANCES))
+    if unknown:
+        raise ValueError(f"params.yaml mfc.synthesize.instances: unknown {unknown}; choose from {INSTANCES}")
+    p, frames = params, []
+    for offset, name in enumerate(p.instances):
+        seed = p.seed + 1000 * offset
+        if name == "gaussian":
+            frames.append(_vectors(name, gaussian_mixture(p.gaussian_n, p.gaussian_dim, p.gaussian_components, p.gaussian_separation, seed)))
+        elif name == "uniform":
+            frames.append(_vectors(name, uniform_cube(p.uniform_n, p.uniform_dim, seed)))
+        elif name == "hamming":
+            bits = bit_strings(p.hamming_n, p.hamming_bits, p.hamming_components, p.hamming_flip, seed)
+            frames.append(_items(name, "hamming", [row.tolist() for row in bits]))
+        elif name == "jaccard":
+            sets = item_sets(p.jaccard_n, p.jaccard_vocabulary, p.jaccard_components, p.jaccard_set_size, seed)
+            frames.append(_items(name, "jaccard", sets))
+        elif name == "edit":
+            strings = edited_strings(p.edit_n, p.edit_length, p.edit_components, p.edit_max_edits, seed)
+            frames.append(pl.DataFrame({"instance": name, "metric": "edit", "text": strings}))
+        elif name == "digits":
+            from sklearn.datasets import load_digits
+
+            frames.append(_vectors(name, load_digits().data.astype(np.float64)))  # (1797, 64), ships offline
+    if p.points_file:
+        frames.append(_read_points_file(p.points_file, p.points_metric))
+    table = pl.concat([f.with_columns(_missing_columns(f)).select(_POINT_SCHEMA.keys()) for f in frames], how="vertical")
+    return {"points": table.cast(_POINT_SCHEMA)}
+
+
+def _vectors(instance: str, points: np.ndarray) -> pl.DataFrame:
+    return pl.DataFrame({"instance": instance, "metric": "euclidean", "vector": points.tolist()})
+
+
+def _items(instance: str, metric: str, items: list[list[int]]) -> pl.DataFrame:
+    return pl.DataFrame({"instance": instance, "metric": metric, "items": items}, schema_overrides={"items": pl.List(pl.Int64)})
+
+
+def _missing_columns(frame: pl.DataFrame) -> list[pl.Expr]:
+    return [pl.lit(None, dtype=dtype).alias(name) for name, dtype in _POINT_SCHEMA.items() if name not in frame.columns]
+
+
+def _read_points_file(path: str, metric: str) -> pl.DataFrame:
+    """A user's points: .npy (n, d) or Parquet (a list column `vector`, or only numeric columns), as instance 'file'."""
+    source = Path(path)
+    if not source.exists():
+        raise FileNotFoundError(f"params.yaml mfc.synthesize.points_file: {path} does not exist (use \"\" for none)")
+    if metric not in ("euclidean", "hamming"):
+        raise ValueError(f"params.yaml mfc.synthesize.points_metric: {metric!r}; choose euclidean or hamming")
+    if source.suffix == ".npy":
+        points = np.load(source)
+    elif source.suffix == ".parquet":
+        table = pl.read_parquet(source)
+        points = np.array(table["vector"].to_list()) if "vector" in table.columns else table.to_numpy()
+    else:
+        raise ValueError(f"params.yaml mfc.synthesize.points_file: {path} must end in .npy or .parquet")
+    if points.ndim != 2:
+        raise ValueError(f"{path}: expected a 2-D array of points, got shape {points.shape}")
+    if metric == "hamming":
+        return _items("file", "hamming", points.astype(np.int64).tolist())
+    return _vectors("file", points.astype(np.float64))
+
+
+def _space(points: pl.DataFrame) -> MetricSpace:
+    """The metric space of one instance's rows."""
+    metric = points["metric"][0]
+    if metric == "euclidean":
+        return EuclideanSpace(np.array(points["vector"].to_list(), dtype=np.float64))
+    if metric == "hamming":
+        return HammingSpace(np.array(points["items"].to_list(), dtype=np.uint8))
+    if metric == "jaccard":
+        return JaccardSpace.from_sets(points["items"].to_list())
+    if metric == "edit":
+        return EditSpace(points["text"].to_list())
+    raise ValueError(f"points table: unknown metric {metric!r}")
+
+
+def _instances(points: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    names = points["instance"].unique(maintain_order=True).to_list()
+    return [(name, points.filter(pl.col("instance") == name)) for name in names]
+
+
+# ---------------------------------------------------------------- train: the learned forest
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    points_per_cluster: int
+    noise: float
+    seed: int
+
+
+def train(params: TrainParams, points: pl.DataFrame) -> dict[str, object]:
+    """F_t per instance: k-center into t = ceil(n / points_per_cluster) clusters, an exact MST in each."""
+    labels, edges, stats = [], [], {}
+    for name, rows in track(_instances(points), description="mfc train: learned forests"):
+        space, counter = _space(rows).counting()
+        n = len(space)
+        t = max(2, math.ceil(n / params.points_per_cluster))
+        start = time.perf_counter()
+        forest = learned_forest(space, t, noise=params.noise, seed=params.seed)
+        runtime = time.perf_counter() - start
+        labels.append(pl.DataFrame({"instance": name, "point": np.arange(n), "component": forest.labels}))
+        edges.append(
+            pl.DataFrame({"instance": name, "u": forest.edges[:, 0], "v": forest.edges[:, 1], "weight": forest.weights})
+        )
+        stats[name] = {"n": n, "t": forest.t, "cost": forest.cost, "calls": counter.calls, "runtime_s": runtime}
+    return {"forest": pl.concat(labels), "forest_edges": pl.concat(edges), "forest_stats": stats}
+
+
+def _forest(name: str, forest: pl.DataFrame, forest_edges: pl.DataFrame) -> LearnedForest:
+    labels = forest.filter(pl.col("instance") == name).sort("point")["component"].to_numpy()
+    e = forest_edges.filter(pl.col("instance") == name)
+    return LearnedForest(
+        labels=labels.astype(np.int64),
+        edges=np.stack([e["u"].to_numpy(), e["v"].to_numpy()], axis=1).astype(np.int64),
+        weights=e["weight"].to_numpy().astype(np.float64),
+    )
+
+
+# ---------------------------------------------------------------- infer: every completion variant
+
+
+@dataclass(frozen=True)
+class InferParams:
+    variants: list[str]
+    reps_per_component: int
+    extra_reps_per_cluster: int
+    max_reps_per_component: int
+
+
+def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, forest_edges: pl.DataFrame) -> dict[str, object]:
+    """Complete each learned forest with each variant; count distance calls, time each, keep the added edges."""
+    unknown = sorted(set(params.variants) - set(VARIANTS))
+    if unknown:
+        raise ValueError(f"params.yaml mfc.infer.variants: unknown {unknown}; choose from {VARIANTS}")
+    records, added = [], []
+    jobs = [(name, rows, v) for name, rows in _instances(points) for v in params.variants]
+    spaces: dict[str, tuple[MetricSpace, LearnedForest]] = {}
+    for name, rows, variant in track(jobs, description="mfc infer: completions"):
+        if name not in spaces:
+            spaces = {name: (_space(rows), _forest(name, forest, forest_edges))}
+        space, learned = spaces[name]
+        counted, counter = space.counting()
+        budget = params.extra_reps_per_cluster * learned.t  # B
+        start = time.perf_counter()
+        completion = complete_forest(
+            counted,
+            learned,
+            variant,
+            r=params.reps_per_component,
+            budget=budget,
+            max_reps_per_component=params.max_reps_per_component,
+        )
+        runtime = time.perf_counter() - start
+        tree = np.concatenate([learned.edges, completion.edges])
+        records.append(
+            {
+                "instance": name,
+                "metric": rows["metric"][0],
+                "n": len(space),
+                "t": learned.t,
+                "variant": variant,
+                "budget": budget if variant in BUDGETED else 0,
+                "reps": completion.total_reps,
+                "radius_sum": completion.radius_sum,
+                "forest_cost": learned.cost,
+                "completion_cost": completion.cost,
+                "tree_cost": learned.cost + completion.cost,
+                "selection_calls": completion.selection_calls,
+                "candidate_calls": completion.candidate_calls,
+                "calls": counter.calls,
+                "runtime_s": runtime,
+                "spanning": is_spanning_tree(len(space), tree),
+            }
+        )
+        added.append(
+            pl.DataFrame(
+                {
+                    "instance": name,
+                    "variant": variant,
+                    "u": completion.edges[:, 0],
+                    "v": completion.edges[:, 1],
+                    "weight": completion.weights,
+                },
+                schema_overrides={"u": pl.Int64, "v": pl.Int64, "weight": pl.Float64},
+            )
+        )
+    return {"results": pl.DataFrame(records), "completions": pl.concat(added)}
+
+
+# ---------------------------------------------------------------- evaluate: exact reference, bounds, targets
+
+
+@dataclass(frozen=True)
+class EvaluateParams:
+    headline_instance: str
+    max_cost_ratio: float
+    max_call_fraction: float
+    min_speedup: float
+
+
+def evaluate(
+    params: EvaluateParams,
+    points: pl.DataFrame,
+    forest: pl.DataFrame,
+    forest_stats: dict[str, dict[str, float]],
+    results: pl.DataFrame,
+) -> dict[str, object]:
+    """Exact MST per instance (timed, counted), then cost / MST, cost / optimal completion, calls / n^2, bounds."""
+    if "opt" not in results["variant"].to_list():
+        raise ValueError("params.yaml mfc.infer.variants must include 'opt' (the optimal completion the bound is checked against)")
+    reference, table = {}, []
+    for name, rows in track(_instances(points), description="mfc evaluate: exact MST"):
+        space, counter = _space(rows).counting()
+        n = len(space)
+        start = time.perf_counter()
+        mst_edges, mst_weights = exact_mst(space)
+        runtime = time.perf_counter() - start
+        labels = forest.filter(pl.col("instance") == name).sort("point")["component"].to_numpy()
+        gamma = gamma_overlap(labels, mst_edges)
+        mst_cost = float(mst_weights.sum())
+        reference[name] = {"n": n, "mst_cost": mst_cost, "calls": counter.calls, "runtime_s": runtime, "gamma": gamma}
+        mine = results.filter(pl.col("instance") == name)
+        optimal = mine.filter(pl.col("variant") == "opt")["tree_cost"][0]
+        stats = forest_stats[name]
+        table.append(
+            {
+                "instance": name,
+                "metric": rows["metric"][0],
+                "n": n,
+                "variant": "exact-mst",
+                "cost_ratio_mst": 1.0,
+                "cost_ratio_opt_completion": mst_cost / optimal,
+                "distance_call_fraction": counter.calls / n**2,
+                "runtime_s": runtime,
+                "within_bound": True,
+                "reps": n,
+                "gamma": gamma,
+            }
+        )
+        for row in mine.iter_rows(named=True):
+            cost = row["tree_cost"]
+            within = bool(row["spanning"]) and cost <= 2.0 * optimal * (1 + 1e-9) and cost <= mst_bound(gamma) * mst_cost * (1 + 1e-9)
+            table.append(
+                {
+                    "instance": name,
+                    "metric": row["metric"],
+                    "n": n,
+                    "variant": row["variant"],
+                    "cost_ratio_mst": cost / mst_cost,
+                    "cost_ratio_opt_completion": cost / optimal,
+                    "distance_call_fraction": row["calls"] / n**2,
+                    "forest_distance_call_fraction": stats["calls"] / n**2,
+                    "runtime_s": row["runtime_s"],
+                    "speedup_vs_exact_completion_only": runtime / row["runtime_s"],
+                    "speedup_vs_exact_with_forest": runtime / (row["runtime_s"] + stats["runtime_s"]),
+                    "within_bound": within,
+                    "reps": row["reps"],
+                    "gamma": gamma,
+                }
+            )
+    headline = _headline(params, table, forest_stats)
+    targets = _targets(params, headline)
+    metrics = {"headline": headline, "targets": targets, "table": table, "reference": reference}
+    return {"metrics": metrics, "tradeoff": _tradeoff_plot(table)}
+
+
+def _headline(params: EvaluateParams, table: list[dict], forest_stats: dict[str, dict[str, float]]) -> dict[str, object]:
+    """The best budgeted variant (lowest cost ratio, then fewest calls) on the headline instance."""
+    rows = [r for r in table if r["instance"] == params.headline_instance and r["variant"] in BUDGETED]
+    if not rows:
+        raise ValueError(
+            f"params.yaml mfc.evaluate.headline_instance: no {BUDGETED} rows for {params.headline_instance!r}; "
+            "is it in mfc.synthesize.instances and are the budgeted variants in mfc.infer.variants?"
+        )
+    best = min(rows, key=lambda r: (round(r["cost_ratio_mst"], 12), r["distance_call_fraction"]))
+    return {
+        "instance": params.headline_instance,
+        "n": best["n"],
+        "variant": best["variant"],
+        "cost_ratio_mst": best["cost_ratio_mst"],
+        "cost_ratio_opt_completion": best["cost_ratio_opt_completion"],
+        "distance_call_fraction": best["distance_call_fraction"],
+        "forest_distance_call_fraction": best["forest_distance_call_fraction"],
+        "speedup_vs_exact": best["speedup_vs_exact_completion_only"],
+        "speedup_vs_exact_with_forest": best["speedup_vs_exact_with_forest"],
+        "speedup_note": (
+            "exact Prim wall time (evaluate stage) / completion wall time (infer stage), same pipeline run; "
+            "speedup_vs_exact counts the completion only (the forest is the learned input), "
+            "speedup_vs_exact_with_forest adds the learned forest's own wall time (train stage)"
+        ),
+        "bound_violations": sum(not r["within_bound"] for r in table),
+        "gamma": best["gamma"],
+    }
+
+
+def _targets(params: EvaluateParams, headline: dict[str, object]) -> dict[str, dict[str, object]]:
+    """The mfc.md targets, each with its measured value and whether it is met."""
+    def target(value: float, goal: str, met: bool) -> dict[str, object]:
+        return {"value": value, "target": goal, "met": bool(met)}
+
+    return {
+        "bound_violations": target(headline["bound_violations"], "== 0", headline["bound_violations"] == 0),
+        "cost_ratio_mst": target(headline["cost_ratio_mst"], f"<= {params.max_cost_ratio}", headline["cost_ratio_mst"] <= params.max_cost_ratio),
+        "distance_call_fraction": target(
+            headline["distance_call_fraction"], f"<= {params.max_call_fraction}", headline["distance_call_fraction"] <= params.max_call_fraction
+        ),
+        "speedup_vs_exact": target(headline["speedup_vs_exact"], f">= {params.min_speedup}", headline["speedup_vs_exact"] >= params.min_speedup),
+    }
+
+
+def _tradeoff_plot(table: list[dict]) -> Figure:
+    """Cost ratio vs distance calls / n^2, one panel per instance, one marker per variant."""
+    names = list(dict.fromkeys(r["instance"] for r in table))
+    cols = min(3, len(names))
+    rows_ = math.ceil(len(names) / cols)
+    fig = Figure(figsize=(4.2 * cols, 3.4 * rows_), layout="constrained")
+    axes = fig.subplots(rows_, cols, squeeze=False).ravel()
+    markers = {"simple": "o", "fixed-r": "s", "greedy-B": "^", "dp-B": "v", "opt": "D", "exact-mst": "*"}
+    for ax, name in zip(axes, names, strict=False):
+        for r in (r for r in table if r["instance"] == name):
+            ax.scatter(r["distance_call_fraction"], r["cost_ratio_mst"], marker=markers.get(r["variant"], "x"), label=r["variant"])
+        n = next(r["n"] for r in table if r["instance"] == name)
+        ax.set_xscale("log")
+        ax.set_title(f"{name} (n={n})")
+        ax.set_xlabel("distance calls / n^2")
+        ax.set_ylabel("tree cost / MST cost")
+        ax.grid(alpha=0.3)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7)
+    return fig
