@@ -126,9 +126,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(format_status(status(root)))
         return 0
     if args.command == "report":
-        from paperdag.engine.report import write_report
+        from paperdag.engine.report import summary, write_report
 
         html, md = write_report(root, Path(args.out))
+        print(summary(root))
         print(f"wrote {html} and {md}")
         return 0
     raise AssertionError(args.command)

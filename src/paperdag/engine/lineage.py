@@ -47,7 +47,7 @@ def _resolve(root: Path, target: str, outs: dict[str, Any], by_md5: dict[str, st
     raise PaperdagError(f"{target}: no stage output in dvc.lock has this path or md5 (run the pipeline first?)")
 
 
-def _runs_by_out(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
+def runs_by_output(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
     """(out path, md5) -> MLflow runs that recorded writing it."""
     from paperdag.engine.tracking import client
 
@@ -77,7 +77,7 @@ def trace(root: Path, target: str) -> dict[str, Any]:
     root = Path(root).resolve()
     outs, by_md5 = _lock_index(root)
     start = _resolve(root, target, outs, by_md5)
-    runs = _runs_by_out(root)
+    runs = runs_by_output(root)
     nodes: dict[str, Any] = {}
     edges: list[list[str]] = []
     todo = [start]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ def combine(params: CombineParams, left: np.ndarray, right: dict) -> dict:
 
     def write_model(path: Path) -> None:
         (path / "weights.txt").write_text(f"{total:.6f}\n")
+        if os.environ.get("TOY_SLOW_WRITE"):  # lets a test kill the stage mid-write
+            (path / "config.txt").write_text("to")
+            time.sleep(60)
         (path / "config.txt").write_text("toy\n")
 
     fig, ax = plt.subplots()

@@ -1,0 +1,164 @@
+"""`dvc repro` drives `paperdag stage`: incremental reruns, MLflow lineage, failures, kills, lineage, verify, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from conftest import cli, dvc, git
+from paperdag.engine.fsutil import TMP_MARK, dvc_md5
+from paperdag.engine.tracking import client
+
+
+def ran(output: str) -> list[str]:
+    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
+
+
+def lock_outs(repo: Path) -> dict[str, str]:
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())
+    return {o["path"]: o["md5"] for e in lock["stages"].values() for o in e["outs"]}
+
+
+def runs(repo: Path, status: str | None = None):
+    c = client(repo)
+    exp = c.get_experiment_by_name("toy")
+    found = c.search_runs([exp.experiment_id], max_results=1000)
+    return [r for r in found if status is None or r.info.status == status]
+
+
+def test_second_repro_is_a_noop(built_toy: Path) -> None:
+    """After a full `dvc repro`, a second one runs nothing and `dvc status` is clean."""
+    r = dvc(built_toy, "repro")
+    assert ran(r.stdout) == []
+    assert "up to date" in dvc(built_toy, "status").stdout
+
+
+def test_param_change_reruns_only_downstream(built_toy: Path) -> None:
+    """Changing toy.combine.scale reruns only combine; changing toy.work reruns left, right and combine."""
+    cli(built_toy, "run", "--help")  # argparse sanity without Prefect
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("scale: 2.0", "scale: 3.0"))
+    assert ran(dvc(built_toy, "repro").stdout) == ["toy-combine"]
+    p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 0.01"))
+    changed = json.loads(dvc(built_toy, "status", "--json").stdout)
+    assert set(changed) == {"toy-left", "toy-right"}  # combine follows once they rerun
+
+
+def test_code_change_marks_only_stages_that_import_it(built_toy: Path) -> None:
+    """Editing the method package a stage module imports makes its stages stale; an unrelated file does not."""
+    (built_toy / "README.txt").write_text("unrelated\n")
+    assert "up to date" in dvc(built_toy, "status").stdout
+    f = built_toy / "src" / "paperdag" / "methods" / "toy" / "__init__.py"
+    f.write_text(f.read_text() + "\n# edited\n")
+    assert set(json.loads(dvc(built_toy, "status", "--json").stdout)) == {"toy-make", "toy-left", "toy-right", "toy-combine"}
+
+
+def test_mlflow_runs_carry_dvc_md5s_params_and_commit(built_toy: Path) -> None:
+    """Each stage execution is one FINISHED MLflow run whose out-md5 tags equal dvc.lock's, with params and commit."""
+    head = git(built_toy, "rev-parse", "HEAD").strip()
+    finished = runs(built_toy, "FINISHED")
+    assert sorted(r.data.tags["paperdag.stage"] for r in finished) == ["combine", "left", "make", "right"]
+    outs = lock_outs(built_toy)
+    for r in finished:
+        tagged = {k.removeprefix("paperdag.out."): v for k, v in r.data.tags.items() if k.startswith("paperdag.out.")}
+        assert tagged and all(outs[path] == md5 for path, md5 in tagged.items())
+        assert r.data.tags["git.commit"] == head
+        assert "env.python" in r.data.tags and "env.dvc" in r.data.tags
+    make = next(r for r in finished if r.data.tags["paperdag.stage"] == "make")
+    assert make.data.params["n"] == "50"
+    combine = next(r for r in finished if r.data.tags["paperdag.stage"] == "combine")
+    assert combine.data.metrics["headline.total"] > 0
+    assert combine.data.tags["paperdag.dep.data/toy/left.npy"] == outs["data/toy/left.npy"]
+
+
+def test_failing_stage_keeps_outputs_marks_run_failed_and_resumes(built_toy: Path) -> None:
+    """A stage that raises leaves outputs and dvc.lock as they were, its MLflow run FAILED with the traceback;
+    fixing the cause and rerunning resumes at that stage."""
+    before = {p: dvc_md5(built_toy / p) for p in ("data/toy/metrics.json", "data/toy/model", "data/toy/curve.png")}
+    lock_before = (built_toy / "dvc.lock").read_text()
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("fail: false", "fail: true").replace("scale: 2.0", "scale: 5.0"))
+    r = dvc(built_toy, "repro", check=False)
+    assert r.returncode != 0 and "combine was told to fail" in r.stderr + r.stdout
+    assert {q: dvc_md5(built_toy / q) for q in before} == before
+    assert (built_toy / "dvc.lock").read_text() == lock_before
+    failed = runs(built_toy, "FAILED")
+    assert len(failed) == 1 and failed[0].data.tags["paperdag.error"].startswith("RuntimeError")
+    tb = client(built_toy).download_artifacts(failed[0].info.run_id, "traceback.txt")
+    assert "combine was told to fail" in Path(tb).read_text()
+    p.write_text(p.read_text().replace("fail: true", "fail: false"))
+    assert ran(dvc(built_toy, "repro").stdout) == ["toy-combine"]
+    assert dvc_md5(built_toy / "data/toy/metrics.json") != before["data/toy/metrics.json"]
+
+
+def test_sigkill_mid_write_leaves_no_half_written_output(built_toy: Path) -> None:
+    """Killing a stage while it writes leaves the previous output whole; the next run clears the temporaries."""
+    model = built_toy / "data" / "toy" / "model"
+    before = dvc_md5(model)
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("scale: 2.0", "scale: 7.0"))
+    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "stage", "toy:combine"], cwd=built_toy,
+                            env={**os.environ, "TOY_SLOW_WRITE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not any(x.name.startswith(TMP_MARK) for x in model.parent.iterdir()):
+        assert time.time() < deadline and proc.poll() is None, "the stage never started writing"
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert dvc_md5(model) == before and (model / "config.txt").read_text() == "toy\n"
+    cli(built_toy, "stage", "toy:combine")
+    assert not any(x.name.startswith(TMP_MARK) for x in model.parent.iterdir())
+    assert (model / "weights.txt").read_text() != "" and dvc_md5(model) != before
+
+
+def test_lineage_walks_to_sources_with_runs(built_toy: Path) -> None:
+    """lineage of the metrics file reaches table.parquet (by path or md5 prefix) with stage, md5, params and run ids."""
+    graph = json.loads(cli(built_toy, "lineage", "data/toy/metrics.json", "--json").stdout)
+    nodes = graph["nodes"]
+    outs = lock_outs(built_toy)
+    table = nodes["data/toy/table.parquet"]
+    assert table["stage"] == "toy:make" and table["md5"] == outs["data/toy/table.parquet"]
+    assert table["params"]["toy.make"] == {"n": 50} and len(table["runs"]) == 1
+    assert table["runs"][0]["git_commit"] == git(built_toy, "rev-parse", "HEAD").strip()
+    assert nodes["stages/toy.py"]["kind"] == "source"
+    assert ["data/toy/left.npy", "data/toy/metrics.json"] in graph["edges"]
+    by_md5 = json.loads(cli(built_toy, "lineage", outs["data/toy/left.npy"][:10], "--json").stdout)
+    assert by_md5["target"] == "data/toy/left.npy"
+    assert cli(built_toy, "lineage", "data/toy/metrics.json", "--mermaid").stdout.startswith("graph BT")
+    r = cli(built_toy, "lineage", "data/nothing.json", check=False)
+    assert r.returncode == 2 and "no stage output" in r.stderr
+
+
+def test_verify_reproduces_and_detects_tampering(built_toy: Path) -> None:
+    """verify reruns in a scratch copy: every toy output reproduces; a tampered workspace output is reported."""
+    r = cli(built_toy, "verify", "toy", "--json")
+    results = json.loads(r.stdout)
+    assert len(results) == 6 and all(x["reproduced"] for x in results)
+    assert {x["how"] for x in results if x["path"] != "data/toy/metrics.json"} == {"bit-identical"}
+    import numpy as np
+
+    np.save(built_toy / "data/toy/left.npy", np.load(built_toy / "data/toy/left.npy") * 1.01)
+    r = cli(built_toy, "verify", "toy:left", "--json", check=False)
+    assert r.returncode == 1 and "differ" in json.loads(r.stdout)[0]["how"]
+
+
+def test_list_and_report(built_toy: Path) -> None:
+    """list shows stale stages; report writes HTML with the headline table and the plot embedded, and Markdown."""
+    assert "toy  (4/4 up to date)" in cli(built_toy, "list").stdout
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("n: 50", "n: 60"))
+    listing = cli(built_toy, "list").stdout
+    assert "make                     changed" in listing and "combine                  stale (upstream changed)" in listing
+    r = cli(built_toy, "report")
+    assert "total" in r.stdout
+    html = (built_toy / "report" / "index.html").read_text()
+    assert "<h4>headline</h4>" in html and "data:image/png;base64," in html
+    md = (built_toy / "report" / "README.md").read_text()
+    assert "| total |" in md and (built_toy / "report" / "plots" / "data__toy__curve.png").exists()

@@ -1,0 +1,102 @@
+"""Pipeline declarations: parsing, whole-project validation, and one-line errors naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, make_repo
+from paperdag.engine.errors import SpecError
+from paperdag.engine.spec import load_project
+
+TOY_STAGES = Path(__file__).parents[1] / "resources" / "toy" / "stages" / "toy.py"
+
+
+def write_pipeline(repo: Path, text: str, name: str = "bad") -> None:
+    (repo / "pipelines" / f"{name}.yaml").write_text(text)
+    (repo / "stages" / f"{name}.py").write_text(TOY_STAGES.read_text())
+
+
+BAD = {
+    "cycle": (
+        "stages:\n  make:\n    deps: {x: data/b/b.json}\n    outs: {a: data/b/a.json}\n"
+        "  square:\n    deps: {x: data/b/a.json}\n    outs: {b: data/b/b.json}\n",
+        "stages.make", "dependency cycle: bad:make -> bad:square -> bad:make",
+    ),
+    "no_producer": (
+        "stages:\n  make:\n    deps: {x: data/b/nowhere.parquet}\n    outs: {a: data/b/a.json}\n",
+        "stages.make.deps.x", "no stage produces data/b/nowhere.parquet",
+    ),
+    "two_writers": (
+        "stages:\n  make:\n    outs: {a: data/toy/table.parquet}\n",
+        None, "data/toy/table.parquet is also written by pipelines/",
+    ),
+    "unknown_key": (
+        "stages:\n  make:\n    outz: {a: data/b/a.json}\n",
+        "stages.make.outz", "unknown key",
+    ),
+    "missing_param": (
+        "stages:\n  make:\n    params: [bad.nope]\n    outs: {a: data/b/a.json}\n",
+        "stages.make.params[0]", "'bad.nope' is not in params.yaml",
+    ),
+    "missing_function": (
+        "stages:\n  make:\n    function: does_not_exist\n    outs: {a: data/b/a.json}\n",
+        "stages.make", "stages/bad.py:does_not_exist does not exist",
+    ),
+    "unknown_type": (
+        "stages:\n  make:\n    outs: {a: data/b/a.pkl}\n",
+        "stages.make.outs.a", "unknown type '.pkl'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_declaration_names_file_and_key(toy: Path, case: str) -> None:
+    """Each invalid declaration raises a SpecError naming the pipeline file, the key and the problem."""
+    text, key, problem = BAD[case]
+    write_pipeline(toy, text)
+    with pytest.raises(SpecError) as e:
+        load_project(toy)
+    assert key is None or e.value.key == key  # two writers: reported at whichever comes second
+    assert problem in e.value.problem
+    assert "pipelines/" in e.value.file
+
+
+@pytest.mark.parametrize("case", ["cycle", "two_writers", "missing_function"])
+def test_cli_reports_one_line_and_writes_nothing(toy: Path, case: str) -> None:
+    """The CLI prints one line naming file and key, exits non-zero, and leaves dvc.yaml untouched."""
+    before = (toy / "dvc.yaml").read_text()
+    write_pipeline(toy, BAD[case][0])
+    r = cli(toy, "render", check=False)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("paperdag: error: pipelines/")
+    assert BAD[case][2] in lines[0]
+    assert (toy / "dvc.yaml").read_text() == before
+    assert not (toy / "data").exists()
+
+
+def test_valid_project_orders_stages_topologically(toy: Path) -> None:
+    """Stages come out producer-before-consumer, and the graph has the toy's diamond edges."""
+    project = load_project(toy)
+    order = [s.name for s in project.order("toy")]
+    assert order[0] == "make" and order[-1] == "combine"
+    assert set(project.graph.edges) == {
+        ("toy:make", "toy:left"), ("toy:make", "toy:right"), ("toy:left", "toy:combine"), ("toy:right", "toy:combine")}
+    assert project.stage("toy:combine").outputs["model"].type == "dir"
+
+
+def test_invalid_yaml_names_line(toy: Path) -> None:
+    """A YAML syntax error is reported with the file and line."""
+    (toy / "pipelines" / "bad.yaml").write_text("stages:\n  make: [\n")
+    with pytest.raises(SpecError, match=r"pipelines/bad.yaml: line \d+: not valid YAML"):
+        load_project(toy)
+
+
+def test_params_yaml_without_seed_is_rejected(tmp_path: Path) -> None:
+    """params.yaml must define base.seed: every stage's seed derives from it."""
+    repo = make_repo(tmp_path / "r")
+    (repo / "params.yaml").write_text("toy: {}\n")
+    with pytest.raises(SpecError, match="params.yaml: base.seed"):
+        load_project(repo)
