@@ -85,8 +85,9 @@ class EuclideanSpace(MetricSpace):
         return EuclideanSpace(self.points[idx])
 
     def _pairwise(self, other: EuclideanSpace) -> np.ndarray:
-        if len(self) == 1:  # one row (Prim, k-center): a matrix-vector product reads `other` once
-            sq = (other.points @ self.points[0])[None, :]  # (1, b)
+        if len(self) == 1:  # one row (Prim, k-center): a single-threaded matrix-vector product, which BLAS
+            # threads do not speed up and which they slow down severalfold when the cores are shared
+            sq = np.einsum("ij,j->i", other.points, self.points[0])[None, :]  # (1, b)
         else:
             sq = self.points @ other.points.T  # (a, b)
         sq *= -2.0
