@@ -93,6 +93,14 @@ def _type_name(t: Any) -> str:
     return getattr(t, "__name__", None) or str(t)
 
 
+def _kind(v: Any) -> str:
+    """The YAML kind of a value (ruamel's round-trip types subclass the plain ones)."""
+    for t in (bool, int, float, str, list, dict):
+        if isinstance(v, t):
+            return t.__name__
+    return "null" if v is None else type(v).__name__
+
+
 def set_params(root: Path, assignments: list[str]) -> list[tuple[str, Any, Any]]:
     """Apply `key=value` overrides to params.yaml in place (comments kept), like `dvc exp run --set-param`.
 
@@ -116,8 +124,8 @@ def set_params(root: Path, assignments: list[str]) -> list[tuple[str, Any, Any]]
             raise SpecError(PARAMS_FILE, key, "not in params.yaml (--set only changes existing keys)") from None
         if isinstance(old, dict):
             raise SpecError(PARAMS_FILE, key, "names a section; set one of its keys")
-        if type(old) is not type(new) and not (isinstance(old, float) and isinstance(new, int)):
-            raise SpecError(PARAMS_FILE, key, f"expected {type(old).__name__} like {old!r}, got {raw!r}")
+        if _kind(old) != _kind(new) and not (_kind(old) == "float" and _kind(new) == "int"):
+            raise SpecError(PARAMS_FILE, key, f"expected {_kind(old)} like {old}, got {raw!r}")
         parent = lookup(doc, key.rsplit(".", 1)[0]) if "." in key else doc
         parent[key.rsplit(".", 1)[-1]] = new
         changes.append((key, old, new))

@@ -1,0 +1,130 @@
+"""`paperdag run` as a Prefect flow: stale stages only, concurrency, dvc.lock kept, nested MLflow runs, Dask,
+one run per repository at a time, and cron schedules on a Prefect server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+from conftest import cli, dvc
+from paperdag.engine.tracking import client
+
+
+def stage_runs(repo: Path) -> list:
+    c = client(repo)
+    exp = c.get_experiment_by_name("toy")
+    return c.search_runs([exp.experiment_id], max_results=1000)
+
+
+def test_run_executes_stale_stages_concurrently_and_records_dvc_lock(toy: Path, prefect_server: str) -> None:
+    """A fresh repo: all four stages run, left and right at the same time, nested under one parent MLflow run;
+    afterwards `dvc status` is clean and `dvc repro` does nothing; a second run has nothing to do."""
+    r = cli(toy, "run", "toy")
+    assert r.stdout.split() == ["toy:make:", "done", "toy:left:", "done", "toy:right:", "done", "toy:combine:", "done"]
+    assert "up to date" in dvc(toy, "status").stdout
+    assert "Running stage" not in dvc(toy, "repro").stdout
+    found = stage_runs(toy)
+    parents = [x for x in found if "paperdag.stage" not in x.data.tags]
+    children = {x.data.tags["paperdag.stage"]: x for x in found if "paperdag.stage" in x.data.tags}
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED" and len(children) == 4
+    flow_run = parents[0].data.tags["prefect.flow_run_id"]
+    assert flow_run and all(c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children.values())
+    assert all(c.data.tags["prefect.flow_run_id"] == flow_run for c in children.values())
+    left, right = children["left"].info, children["right"].info
+    assert left.start_time < right.end_time and right.start_time < left.end_time, "independent stages did not overlap"
+    assert "every stage is up to date" in cli(toy, "run", "toy").stderr
+
+
+def test_run_with_set_reruns_only_downstream(built_toy: Path, prefect_server: str) -> None:
+    """--set writes the new value to params.yaml and reruns only the stages that read it; a bad value is refused."""
+    toy = built_toy
+    r = cli(toy, "run", "toy", "--set", "toy.combine.scale=5.0")
+    assert r.stdout.split() == ["toy:combine:", "done"]
+    assert "scale: 5.0" in (toy / "params.yaml").read_text()
+    bad = cli(toy, "run", "toy", "--set", "toy.make.n=many", check=False)
+    assert bad.returncode == 2 and "params.yaml: toy.make.n: expected int" in bad.stderr
+
+
+def test_failed_stage_fails_the_flow_and_keeps_its_lock_entry(built_toy: Path, prefect_server: str) -> None:
+    """A stage that raises: the run exits non-zero naming it, dvc.lock keeps its last good entry; a fixed rerun resumes there."""
+    toy = built_toy
+    lock_before = (toy / "dvc.lock").read_text()
+    p = toy / "params.yaml"
+    p.write_text(p.read_text().replace("fail: false", "fail: true").replace("scale: 2.0", "scale: 6.0"))
+    r = cli(toy, "run", "toy", check=False)
+    assert r.returncode != 0 and "toy:combine: failed" in r.stderr
+    assert (toy / "dvc.lock").read_text() == lock_before
+    p.write_text(p.read_text().replace("fail: true", "fail: false"))
+    assert cli(toy, "run", "toy").stdout.split() == ["toy:combine:", "done"]
+
+
+def test_dask_runner_on_an_existing_cluster(built_toy: Path, prefect_server: str) -> None:
+    """--runner dask --address runs the stale stages on a Dask cluster the user started."""
+    from distributed import LocalCluster
+
+    toy = built_toy
+    p = toy / "params.yaml"
+    p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 0.1"))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        r = cli(toy, "run", "toy", "--runner", "dask", "--address", cluster.scheduler_address)
+    assert r.stdout.split() == ["toy:left:", "done", "toy:right:", "done", "toy:combine:", "done"]
+    assert "up to date" in dvc(toy, "status").stdout
+
+
+def test_second_concurrent_run_stops_with_a_clear_message(built_toy: Path, prefect_server: str) -> None:
+    """While one `paperdag run` works, a second on the same repo exits at once naming the first; dvc.lock stays valid."""
+    toy = built_toy
+    p = toy / "params.yaml"
+    p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 8.0"))
+    first = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy"], cwd=toy, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    lock = toy / ".paperdag" / "run.lock"
+    deadline = time.time() + 120
+    while not (lock.exists() and lock.read_text().strip()):
+        assert time.time() < deadline and first.poll() is None
+        time.sleep(0.2)
+    second = cli(toy, "run", "toy", check=False)
+    assert second.returncode == 2
+    assert f"another `paperdag run` (pid {first.pid}) is running" in second.stderr
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert "up to date" in dvc(toy, "status").stdout
+
+
+def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) -> None:
+    """schedule creates a deployment with that cron on the Prefect server; serve starts serving it; a bad cron is refused."""
+    r = cli(toy, "schedule", "toy", "--cron", "0 3 * * *")
+    deployment_id = r.stdout.strip().rsplit(" ", 1)[-1]
+    code = (
+        "import asyncio, json, sys\n"
+        "from prefect.client.orchestration import get_client\n"
+        "async def main():\n"
+        "    async with get_client() as c:\n"
+        "        d = await c.read_deployment(sys.argv[1])\n"
+        "        print(json.dumps({'name': d.name, 'crons': [s.schedule.cron for s in d.schedules],\n"
+        "                          'params': d.parameters, 'status': str(d.status)}))\n"
+        "asyncio.run(main())\n"
+    )
+    got = json.loads(subprocess.run([sys.executable, "-c", code, deployment_id], capture_output=True, text=True, check=True).stdout)
+    assert got["name"] == "toy" and got["crons"] == ["0 3 * * *"]
+    assert got["params"] == {"root": str(toy.resolve()), "pipeline": "toy"}
+    bad = cli(toy, "schedule", "toy", "--cron", "every day", check=False)
+    assert bad.returncode == 2 and "not a valid cron" in bad.stderr
+    serve = subprocess.Popen([sys.executable, "-m", "paperdag", "serve"], cwd=toy, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 90
+        while True:
+            got = json.loads(subprocess.run([sys.executable, "-c", code, deployment_id], capture_output=True, text=True, check=True).stdout)
+            if got["status"].endswith("READY"):
+                break
+            assert time.time() < deadline and serve.poll() is None, serve.stdout.read() if serve.poll() is not None else "serve never became ready"
+            time.sleep(1)
+    finally:
+        serve.terminate()
+        serve.wait(30)
