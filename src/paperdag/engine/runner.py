@@ -100,6 +100,9 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         seed_everything(seed)
         for name, path in stage.deps.items():
             kwargs[name] = artifacts.read(project.producers[path].output_at(path).type, root / path)
+        # the run opens while inputs load; wait for it so that MLflow's import does not share the CPU (and the
+        # GIL) with the stage, whose own timings (runtime metrics) must not be distorted
+        pending.handle()
         result = fn(**kwargs)
         out_md5 = _write_outputs(root, stage, result)
     except BaseException as e:

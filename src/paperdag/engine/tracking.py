@@ -124,7 +124,7 @@ class StageRun:
 class PendingRun:
     """The MLflow run of one stage execution, opened in a background thread.
 
-    Importing MLflow and opening its store takes seconds; the stage computes meanwhile. The run's start time
+    Importing MLflow and opening its store takes seconds; the runner loads the stage's inputs meanwhile. The run's start time
     is the stage's, and a killed stage leaves its run RUNNING, as any killed MLflow client does.
     """
 
