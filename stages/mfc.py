@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
@@ -37,7 +39,7 @@ from paperdag.methods.mfc import (
     uniform_cube,
 )
 
-INSTANCES = ("gaussian", "uniform", "hamming", "jaccard", "edit", "digits")
+INSTANCES = ("gaussian", "gaussian_noisy", "uniform", "hamming", "jaccard", "edit", "digits")
 BUDGETED = ("greedy-B", "dp-B")  # the variants spending a budget B of extra representatives
 # Every timed computation (forest, completions, exact Prim) runs with one BLAS thread: on a small shared machine,
 # BLAS threads oversubscribe the cores and make wall times noisy by several x, unevenly across methods.
@@ -61,6 +63,7 @@ class SynthesizeParams:
     gaussian_dim: int
     gaussian_components: int
     gaussian_separation: float
+    gaussian_noisy_n: int
     uniform_n: int
     uniform_dim: int
     hamming_n: int
@@ -90,6 +93,10 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
         seed = p.seed + 1000 * offset
         if name == "gaussian":
             frames.append(_vectors(name, gaussian_mixture(p.gaussian_n, p.gaussian_dim, p.gaussian_components, p.gaussian_separation, seed)))
+        elif name == "gaussian_noisy":  # the headline family at smaller n; train gives it a noisy forest
+            frames.append(
+                _vectors(name, gaussian_mixture(p.gaussian_noisy_n, p.gaussian_dim, p.gaussian_components, p.gaussian_separation, seed))
+            )
         elif name == "uniform":
             frames.append(_vectors(name, uniform_cube(p.uniform_n, p.uniform_dim, seed)))
         elif name == "hamming":
@@ -170,25 +177,31 @@ def _instances(points: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
 class TrainParams:
     points_per_cluster: int
     noise: float
+    noise_per_instance: dict[str, float]
     seed: int
 
 
 def train(params: TrainParams, points: pl.DataFrame) -> dict[str, object]:
-    """F_t per instance: k-center into t = ceil(n / points_per_cluster) clusters, an exact MST in each."""
+    """F_t per instance: k-center into t = ceil(n / points_per_cluster) clusters (a fraction `noise` of points then
+    moved to random clusters), an exact MST in each."""
+    unknown = sorted(set(params.noise_per_instance) - {*INSTANCES, "file"})
+    if unknown:
+        raise ValueError(f"params.yaml mfc.train.noise_per_instance: unknown instances {unknown}; choose from {INSTANCES + ('file',)}")
     labels, edges, stats = [], [], {}
     for name, rows in track(_instances(points), description="mfc train: learned forests"):
         space, counter = _space(rows).counting()
         n = len(space)
         t = max(2, math.ceil(n / params.points_per_cluster))
+        noise = params.noise_per_instance.get(name, params.noise)
         with threadpool_limits(limits=BLAS_THREADS):
             start = time.perf_counter()
-            forest = learned_forest(space, t, noise=params.noise, seed=params.seed)
+            forest = learned_forest(space, t, noise=noise, seed=params.seed)
             runtime = time.perf_counter() - start
         labels.append(pl.DataFrame({"instance": name, "point": np.arange(n), "component": forest.labels}))
         edges.append(
             pl.DataFrame({"instance": name, "u": forest.edges[:, 0], "v": forest.edges[:, 1], "weight": forest.weights})
         )
-        stats[name] = {"n": n, "t": forest.t, "cost": forest.cost, "calls": counter.calls, "runtime_s": runtime}
+        stats[name] = {"n": n, "t": forest.t, "noise": noise, "cost": forest.cost, "calls": counter.calls, "runtime_s": runtime}
     return {"forest": pl.concat(labels), "forest_edges": pl.concat(edges), "forest_stats": stats}
 
 
@@ -202,7 +215,7 @@ def _forest(name: str, forest: pl.DataFrame, forest_edges: pl.DataFrame) -> Lear
     )
 
 
-# ---------------------------------------------------------------- infer: every completion variant
+# ---------------------------------------------------------------- infer: every completion variant, swept over its budget
 
 
 @dataclass(frozen=True)
@@ -211,29 +224,67 @@ class InferParams:
     reps_per_component: int
     extra_reps_per_cluster: int
     max_reps_per_component: int
+    r_sweep: list[int]
+    budget_sweep: list[int]
 
 
-def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, forest_edges: pl.DataFrame) -> dict[str, object]:
-    """Complete each learned forest with each variant; count distance calls, time each, keep the added edges."""
+@dataclass(frozen=True)
+class Setting:
+    """One point on a variant's trade-off curve: r for fixed-r, B / t for greedy-B and dp-B, nothing for simple and opt."""
+
+    r: int | None = None
+    extra_reps_per_cluster: int | None = None
+    default: bool = True  # the budget the headline is read at (mfc.infer.reps_per_component / extra_reps_per_cluster)
+
+    @property
+    def label(self) -> str:
+        if self.r is not None:
+            return f"r={self.r}"
+        if self.extra_reps_per_cluster is not None:
+            return f"B={self.extra_reps_per_cluster}t"
+        return ""
+
+
+def settings(params: InferParams, variant: str) -> list[Setting]:
+    """The sweep of one variant, always including the default budget."""
+    if variant == "fixed-r":
+        values = sorted({*params.r_sweep, params.reps_per_component})
+        return [Setting(r=r, default=r == params.reps_per_component) for r in values]
+    if variant in BUDGETED:
+        values = sorted({*params.budget_sweep, params.extra_reps_per_cluster})
+        return [Setting(extra_reps_per_cluster=e, default=e == params.extra_reps_per_cluster) for e in values]
+    return [Setting()]
+
+
+def _check_infer_params(params: InferParams) -> None:
     unknown = sorted(set(params.variants) - set(VARIANTS))
     if unknown:
         raise ValueError(f"params.yaml mfc.infer.variants: unknown {unknown}; choose from {VARIANTS}")
+    if params.reps_per_component < 1 or any(r < 1 for r in params.r_sweep):
+        raise ValueError("params.yaml mfc.infer.reps_per_component / r_sweep: every r must be >= 1 (one rep per component at least)")
+    if params.extra_reps_per_cluster < 0 or any(e < 0 for e in params.budget_sweep):
+        raise ValueError("params.yaml mfc.infer.extra_reps_per_cluster / budget_sweep: every B / t must be >= 0")
+
+
+def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, forest_edges: pl.DataFrame) -> dict[str, object]:
+    """Complete each learned forest with each variant at each budget of its sweep; count calls, time each, keep the edges."""
+    _check_infer_params(params)
     records, added = [], []
-    jobs = [(name, rows, v) for name, rows in _instances(points) for v in params.variants]
+    jobs = [(name, rows, v, s) for name, rows in _instances(points) for v in params.variants for s in settings(params, v)]
     spaces: dict[str, tuple[MetricSpace, LearnedForest]] = {}
-    for name, rows, variant in track(jobs, description="mfc infer: completions"):
+    for name, rows, variant, setting in track(jobs, description="mfc infer: completions"):
         if name not in spaces:
             spaces = {name: (_space(rows), _forest(name, forest, forest_edges))}
         space, learned = spaces[name]
         counted, counter = space.counting()
-        budget = params.extra_reps_per_cluster * learned.t  # B
+        budget = (setting.extra_reps_per_cluster or 0) * learned.t  # B
         with threadpool_limits(limits=BLAS_THREADS):
             start = time.perf_counter()
             completion = complete_forest(
                 counted,
                 learned,
                 variant,
-                r=params.reps_per_component,
+                r=setting.r or 1,
                 budget=budget,
                 max_reps_per_component=params.max_reps_per_component,
             )
@@ -246,7 +297,10 @@ def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, fores
                 "n": len(space),
                 "t": learned.t,
                 "variant": variant,
-                "budget": budget if variant in BUDGETED else 0,
+                "r": setting.r,
+                "extra_reps_per_cluster": setting.extra_reps_per_cluster,
+                "default_budget": setting.default,
+                "budget": budget,
                 "reps": completion.total_reps,
                 "radius_sum": completion.radius_sum,
                 "forest_cost": learned.cost,
@@ -264,14 +318,22 @@ def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, fores
                 {
                     "instance": name,
                     "variant": variant,
+                    "r": setting.r,
+                    "extra_reps_per_cluster": setting.extra_reps_per_cluster,
                     "u": completion.edges[:, 0],
                     "v": completion.edges[:, 1],
                     "weight": completion.weights,
                 },
-                schema_overrides={"u": pl.Int64, "v": pl.Int64, "weight": pl.Float64},
+                schema_overrides=_SETTING_SCHEMA | {"u": pl.Int64, "v": pl.Int64, "weight": pl.Float64},
             )
         )
-    return {"results": pl.DataFrame(records), "completions": pl.concat(added)}
+    return {
+        "results": pl.DataFrame(records, schema_overrides=_SETTING_SCHEMA | {"radius_sum": pl.Float64}),
+        "completions": pl.concat(added),
+    }
+
+
+_SETTING_SCHEMA = {"r": pl.Int64, "extra_reps_per_cluster": pl.Int64}  # null where the variant has no such knob
 
 
 # ---------------------------------------------------------------- evaluate: exact reference, bounds, targets
@@ -292,7 +354,8 @@ def evaluate(
     forest_stats: dict[str, dict[str, float]],
     results: pl.DataFrame,
 ) -> dict[str, object]:
-    """Exact MST per instance (timed, counted), then cost / MST, cost / optimal completion, calls / n^2, bounds."""
+    """Exact MST per instance (timed, counted), then cost / MST, cost / optimal completion, calls / n^2, bounds;
+    one table row per (instance, variant, budget), exact MST last in each instance."""
     if "opt" not in results["variant"].to_list():
         raise ValueError("params.yaml mfc.infer.variants must include 'opt' (the optimal completion the bound is checked against)")
     reference, table = {}, []
@@ -306,34 +369,22 @@ def evaluate(
         labels = forest.filter(pl.col("instance") == name).sort("point")["component"].to_numpy()
         gamma = gamma_overlap(labels, mst_edges)
         mst_cost = float(mst_weights.sum())
-        reference[name] = {"n": n, "mst_cost": mst_cost, "calls": counter.calls, "runtime_s": runtime, "gamma": gamma}
+        stats = forest_stats[name]
+        reference[name] = {"n": n, "mst_cost": mst_cost, "calls": counter.calls, "runtime_s": runtime, "gamma": gamma, "noise": stats["noise"]}
         mine = results.filter(pl.col("instance") == name)
         optimal = mine.filter(pl.col("variant") == "opt")["tree_cost"][0]
-        stats = forest_stats[name]
-        table.append(
-            {
-                "instance": name,
-                "metric": rows["metric"][0],
-                "n": n,
-                "variant": "exact-mst",
-                "cost_ratio_mst": 1.0,
-                "cost_ratio_opt_completion": mst_cost / optimal,
-                "distance_call_fraction": counter.calls / n**2,
-                "runtime_s": runtime,
-                "within_bound": True,
-                "reps": n,
-                "gamma": gamma,
-            }
-        )
+        instance = {"instance": name, "metric": rows["metric"][0], "n": n, "t": stats["t"], "noise": stats["noise"], "gamma": gamma}
         for row in mine.iter_rows(named=True):
             cost = row["tree_cost"]
             within = bool(row["spanning"]) and cost <= 2.0 * optimal * (1 + 1e-9) and cost <= mst_bound(gamma) * mst_cost * (1 + 1e-9)
+            setting = Setting(r=row["r"], extra_reps_per_cluster=row["extra_reps_per_cluster"], default=row["default_budget"])
             table.append(
                 {
-                    "instance": name,
-                    "metric": row["metric"],
-                    "n": n,
+                    **instance,
                     "variant": row["variant"],
+                    "budget": setting.label,
+                    "default_budget": setting.default,
+                    "reps": row["reps"],
                     "cost_ratio_mst": cost / mst_cost,
                     "cost_ratio_opt_completion": cost / optimal,
                     "distance_call_fraction": row["calls"] / n**2,
@@ -342,19 +393,31 @@ def evaluate(
                     "speedup_vs_exact_completion_only": runtime / row["runtime_s"],
                     "speedup_vs_exact_with_forest": runtime / (row["runtime_s"] + stats["runtime_s"]),
                     "within_bound": within,
-                    "reps": row["reps"],
-                    "gamma": gamma,
                 }
             )
-    headline = _headline(params, table, forest_stats)
+        table.append(
+            {
+                **instance,
+                "variant": "exact-mst",
+                "budget": "",
+                "default_budget": True,
+                "reps": n,
+                "cost_ratio_mst": 1.0,
+                "cost_ratio_opt_completion": mst_cost / optimal,
+                "distance_call_fraction": counter.calls / n**2,
+                "runtime_s": runtime,
+                "within_bound": True,
+            }
+        )
+    headline = _headline(params, table)
     targets = _targets(params, headline)
     metrics = {"headline": headline, "targets": targets, "table": table, "reference": reference}
     return {"metrics": metrics, "tradeoff": _tradeoff_plot(table)}
 
 
-def _headline(params: EvaluateParams, table: list[dict], forest_stats: dict[str, dict[str, float]]) -> dict[str, object]:
-    """The best budgeted variant (lowest cost ratio, then fewest calls) on the headline instance."""
-    rows = [r for r in table if r["instance"] == params.headline_instance and r["variant"] in BUDGETED]
+def _headline(params: EvaluateParams, table: list[dict]) -> dict[str, object]:
+    """The best budgeted variant (lowest cost ratio, then fewest calls) on the headline instance, at the default budget."""
+    rows = [r for r in table if r["instance"] == params.headline_instance and r["variant"] in BUDGETED and r["default_budget"]]
     if not rows:
         raise ValueError(
             f"params.yaml mfc.evaluate.headline_instance: no {BUDGETED} rows for {params.headline_instance!r}; "
@@ -365,6 +428,7 @@ def _headline(params: EvaluateParams, table: list[dict], forest_stats: dict[str,
         "instance": params.headline_instance,
         "n": best["n"],
         "variant": best["variant"],
+        "budget": best["budget"],
         "cost_ratio_mst": best["cost_ratio_mst"],
         "cost_ratio_opt_completion": best["cost_ratio_opt_completion"],
         "distance_call_fraction": best["distance_call_fraction"],
@@ -396,24 +460,65 @@ def _targets(params: EvaluateParams, headline: dict[str, object]) -> dict[str, d
     }
 
 
+_CURVES = {"fixed-r": ("tab:green", "s"), "greedy-B": ("tab:blue", "^"), "dp-B": ("tab:orange", "v")}
+_REFERENCES = {"simple": ("black", "o"), "opt": ("tab:red", "D"), "exact-mst": ("tab:purple", "*")}
+
+
 def _tradeoff_plot(table: list[dict]) -> Figure:
-    """Cost ratio vs distance calls / n^2, one panel per instance, one marker per variant."""
+    """The trade-off curve per instance: tree cost / MST (left) and / optimal completion (right) against distance
+    calls / n^2, one line per swept variant; simple, opt and exact MST as reference markers; default budgets ringed."""
     names = list(dict.fromkeys(r["instance"] for r in table))
-    cols = min(3, len(names))
-    rows_ = math.ceil(len(names) / cols)
-    fig = Figure(figsize=(4.2 * cols, 3.4 * rows_), layout="constrained")
-    axes = fig.subplots(rows_, cols, squeeze=False).ravel()
-    markers = {"simple": "o", "fixed-r": "s", "greedy-B": "^", "dp-B": "v", "opt": "D", "exact-mst": "*"}
-    for ax, name in zip(axes, names, strict=False):
-        for r in (r for r in table if r["instance"] == name):
-            ax.scatter(r["distance_call_fraction"], r["cost_ratio_mst"], marker=markers.get(r["variant"], "x"), label=r["variant"])
-        n = next(r["n"] for r in table if r["instance"] == name)
-        ax.set_xscale("log")
-        ax.set_title(f"{name} (n={n})")
+    fig = Figure(figsize=(10, 2.7 * len(names) + 0.6), layout="constrained")
+    axes = fig.subplots(len(names), 2, squeeze=False)
+    ratios = (("cost_ratio_mst", "cost / MST"), ("cost_ratio_opt_completion", "cost / opt. completion"))
+    for (left, right), name in zip(axes, names, strict=True):
+        mine = [r for r in table if r["instance"] == name]
+        first = mine[0]
+        for ax, (key, ylabel) in zip((left, right), ratios, strict=True):
+            for variant, (color, marker) in _CURVES.items():
+                curve = sorted((r for r in mine if r["variant"] == variant), key=lambda r: r["distance_call_fraction"])
+                if not curve:
+                    continue
+                xs, ys = [r["distance_call_fraction"] for r in curve], [r[key] for r in curve]
+                ax.plot(xs, ys, color=color, marker=marker, markersize=4, linewidth=1.2, label=variant)
+                for r in curve:
+                    if r["default_budget"]:
+                        ax.scatter(r["distance_call_fraction"], r[key], s=90, facecolors="none", edgecolors=color, linewidths=1.2)
+            for variant, (color, marker) in _REFERENCES.items():
+                for r in (r for r in mine if r["variant"] == variant):
+                    ax.scatter(r["distance_call_fraction"], r[key], color=color, marker=marker, s=60 if marker == "*" else 30,
+                               zorder=3, label=variant)
+            ax.set_xscale("log")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3, which="both")
+        _zoom_past_exact(right, mine)
+        noise = f", noise={first['noise']:g}" if first["noise"] else ""
+        left.set_title(f"{name} (n={first['n']}, t={first['t']}, gamma={first['gamma']}{noise})", fontsize=10, loc="left")
+    for ax in axes[-1]:
         ax.set_xlabel("distance calls / n^2")
-        ax.set_ylabel("tree cost / MST cost")
-        ax.grid(alpha=0.3)
-    for ax in axes[len(names) :]:
-        ax.set_visible(False)
-    axes[0].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    ring = Line2D([], [], linestyle="none", marker="o", markersize=9, markerfacecolor="none", markeredgecolor="gray")
+    fig.legend([*handles, ring], [*labels, "default budget (headline)"], loc="outside upper center", ncols=7, fontsize=8)
     return fig
+
+
+def _zoom_past_exact(ax: Axes, rows: list[dict]) -> None:
+    """Fit the y axis to the completions (the exact MST is cheaper than any completion of a poor forest and would
+    flatten the curves), pointing at the exact MST with an arrow when it falls below."""
+    ys = [r["cost_ratio_opt_completion"] for r in rows if r["variant"] != "exact-mst"]
+    exact = next(r for r in rows if r["variant"] == "exact-mst")
+    low, high = min(ys), max(ys)
+    pad = 0.08 * max(high - low, 1e-4)
+    if exact["cost_ratio_opt_completion"] >= low - pad:
+        return
+    ax.set_ylim(low - 2 * pad, high + pad)
+    x = exact["distance_call_fraction"]
+    ax.annotate(
+        f"exact MST {exact['cost_ratio_opt_completion']:.3f}",
+        xy=(x, low - 2 * pad),
+        xytext=(x, low + 0.25 * (high - low)),
+        ha="right",
+        fontsize=8,
+        color=_REFERENCES["exact-mst"][0],
+        arrowprops={"arrowstyle": "->", "color": _REFERENCES["exact-mst"][0]},
+    )

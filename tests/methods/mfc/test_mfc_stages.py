@@ -18,9 +18,9 @@ mfc = pytest.importorskip("stages.mfc")
 
 def tiny_params(points_file: str) -> dict[str, dict[str, object]]:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())["mfc"]
-    for key in ("gaussian_n", "uniform_n", "hamming_n", "jaccard_n", "edit_n"):
+    for key in ("gaussian_n", "gaussian_noisy_n", "uniform_n", "hamming_n", "jaccard_n", "edit_n"):
         params["synthesize"][key] = 150
-    params["synthesize"]["instances"] = ["gaussian", "uniform", "hamming", "jaccard", "edit"]
+    params["synthesize"]["instances"] = ["gaussian", "gaussian_noisy", "uniform", "hamming", "jaccard", "edit"]
     params["synthesize"]["points_file"] = points_file
     params["train"]["points_per_cluster"] = 25
     params["infer"]["extra_reps_per_cluster"] = 2
@@ -40,7 +40,7 @@ def test_stages_chain_and_produce_declared_outputs(tmp_path: Path) -> None:
     synth = mfc.synthesize(mfc.SynthesizeParams(**p["synthesize"], seed=1))
     assert set(synth) == declared("synthesize", "outs")
     points = synth["points"]
-    assert set(points["instance"].unique()) == {"gaussian", "uniform", "hamming", "jaccard", "edit", "file"}
+    assert set(points["instance"].unique()) == {"gaussian", "gaussian_noisy", "uniform", "hamming", "jaccard", "edit", "file"}
 
     trained = mfc.train(mfc.TrainParams(**p["train"], seed=2), points=points)
     assert set(trained) == declared("train", "outs")
@@ -72,3 +72,43 @@ def test_unknown_instance_names_the_key() -> None:
     p["synthesize"]["instances"] = ["gausian"]
     with pytest.raises(ValueError, match="mfc.synthesize.instances"):
         mfc.synthesize(mfc.SynthesizeParams(**p["synthesize"], seed=1))
+
+
+def test_sweep_gives_a_row_per_budget_and_headline_reads_the_default() -> None:
+    """Each swept variant has one table row per budget (default included); the headline is at the default budget."""
+    p = tiny_params("")
+    p["synthesize"]["instances"] = ["gaussian", "gaussian_noisy"]
+    p["infer"].update(r_sweep=[1, 3], budget_sweep=[0, 4], reps_per_component=2, extra_reps_per_cluster=1)
+    p["train"]["noise_per_instance"] = {"gaussian_noisy": 0.3}
+    points = mfc.synthesize(mfc.SynthesizeParams(**p["synthesize"], seed=1))["points"]
+    trained = mfc.train(mfc.TrainParams(**p["train"], seed=2), points=points)
+    results = mfc.infer(mfc.InferParams(**p["infer"]), points=points, forest=trained["forest"], forest_edges=trained["forest_edges"])[
+        "results"
+    ]
+    metrics = mfc.evaluate(
+        mfc.EvaluateParams(**p["evaluate"]), points=points, forest=trained["forest"], forest_stats=trained["forest_stats"], results=results
+    )["metrics"]
+    budgets = {
+        (r["instance"], r["variant"]): sorted((b["budget"] for b in metrics["table"] if (b["instance"], b["variant"]) == (r["instance"], r["variant"])))
+        for r in metrics["table"]
+    }
+    for name in ("gaussian", "gaussian_noisy"):
+        assert budgets[(name, "fixed-r")] == ["r=1", "r=2", "r=3"]
+        assert budgets[(name, "greedy-B")] == budgets[(name, "dp-B")] == ["B=0t", "B=1t", "B=4t"]
+        assert budgets[(name, "simple")] == budgets[(name, "opt")] == budgets[(name, "exact-mst")] == [""]
+    assert metrics["headline"]["budget"] == "B=1t"
+    assert {r["instance"]: r["noise"] for r in metrics["table"]} == {"gaussian": 0.0, "gaussian_noisy": 0.3}
+    assert all(r["within_bound"] for r in metrics["table"])
+    # B = 0 is `simple`: the curves start at the prior method
+    simple = {r["instance"]: r["cost_ratio_mst"] for r in metrics["table"] if r["variant"] == "simple"}
+    zero = {r["instance"]: r["cost_ratio_mst"] for r in metrics["table"] if r["variant"] == "greedy-B" and r["budget"] == "B=0t"}
+    assert zero == pytest.approx(simple)
+
+
+def test_unknown_noisy_instance_names_the_key() -> None:
+    """A noise override for an instance that does not exist is rejected with its params.yaml key."""
+    p = tiny_params("")
+    p["synthesize"]["instances"] = ["gaussian"]
+    points = mfc.synthesize(mfc.SynthesizeParams(**p["synthesize"], seed=1))["points"]
+    with pytest.raises(ValueError, match="mfc.train.noise_per_instance"):
+        mfc.train(mfc.TrainParams(**{**p["train"], "noise_per_instance": {"gausian": 0.1}}, seed=2), points=points)

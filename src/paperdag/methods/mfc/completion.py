@@ -119,7 +119,8 @@ def allocate_dp(curves: list[RepresentativeCurve], budget: int, cap: int | None 
     f[0] = 0.0
     choice = np.zeros((len(curves), budget + 1), dtype=np.int64)
     for i, curve in enumerate(curves):
-        rho = np.array([curve.radius(k) for k in range(1, int(limits[i]) + 1)])  # rho_i(1..cap_i)
+        # rho_i(1..min(cap_i, B + 1)): no component can take more than B extra reps, so deeper radii are never needed
+        rho = np.array([curve.radius(k) for k in range(1, min(int(limits[i]), budget + 1) + 1)])
         g = np.full(budget + 1, np.inf)
         for extra in range(min(len(rho), budget + 1)):
             cand = f[: budget + 1 - extra] + rho[extra]
