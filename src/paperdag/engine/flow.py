@@ -136,8 +136,14 @@ def _ensure_rendered(project: Project) -> None:
 
 def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None, workers: int | None = None) -> dict[str, str]:
     prefect_defaults(root)
+    root = Path(root).resolve()
+    project = load_project(root)
+    _ensure_rendered(project)
+    if not stale_stages(project, pipeline):  # nothing to do: no need to start Prefect (its server takes seconds)
+        print(f"{pipeline}: every stage is up to date", file=sys.stderr)
+        return {}
     configured = paperdag_pipeline.with_options(task_runner=task_runner(runner, address, workers))
-    return configured(root=str(Path(root).resolve()), pipeline=pipeline)
+    return configured(root=str(root), pipeline=pipeline)
 
 
 def schedule(root: Path, pipeline: str, cron: str) -> str:

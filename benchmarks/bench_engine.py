@@ -1,0 +1,189 @@
+"""Engine overheads, measured on the toy diamond pipeline (tests/resources/toy) in a throw-away repository.
+
+- no-op `dvc repro` of the whole (toy) repo;
+- per-stage overhead of `paperdag stage` over calling the stage function in-process;
+- `paperdag run` on two independent equal stages: concurrent (2 workers) vs sequential (1 worker), as the span
+  from the first start to the last end of the two stages' MLflow runs (same machine, same run of this script);
+- Prefect start-up: one stale stage rerun by `paperdag run` (temporary Prefect server, flow, dvc commit) minus
+  the same rerun by `dvc repro`, with a reused and a fresh PREFECT_HOME.
+
+Usage: .venv/bin/python benchmarks/bench_engine.py [--work-seconds 15]; writes benchmarks/results/engine.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+TOY = REPO / "tests" / "resources" / "toy"
+
+
+def sh(cwd: Path, *cmd: str, env: dict[str, str] | None = None) -> float:
+    t = time.perf_counter()
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    return time.perf_counter() - t
+
+
+def paperdag(cwd: Path, *args: str, env: dict[str, str] | None = None) -> float:
+    return sh(cwd, sys.executable, "-m", "paperdag", *args, env=env)
+
+
+def dvc(cwd: Path, *args: str) -> float:
+    return sh(cwd, sys.executable, "-m", "dvc", *args)
+
+
+def set_param(repo: Path, old: str, new: str) -> None:
+    p = repo / "params.yaml"
+    text = p.read_text()
+    assert old in text, old
+    p.write_text(text.replace(old, new))
+
+
+def make_repo(dest: Path) -> Path:
+    shutil.copytree(TOY, dest)
+    for args in (["init", "-q"], ["config", "user.email", "b@example.com"], ["config", "user.name", "bench"]):
+        subprocess.run(["git", *args], cwd=dest, check=True)
+    (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
+    dvc(dest, "init", "-q")
+    paperdag(dest, "render")
+    subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
+    subprocess.run(["git", "commit", "-qm", "bench"], cwd=dest, check=True)
+    return dest
+
+
+def span(repo: Path, stages: set[str], parent_run: str | None = None) -> float:
+    """Seconds from the first start to the last end of the given stages' latest MLflow runs."""
+    sys.path.insert(0, str(REPO / "src"))
+    from paperdag.engine.tracking import client
+
+    c = client(repo)
+    exp = c.get_experiment_by_name("toy")
+    runs = c.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=200)
+    latest = {}
+    for r in runs:
+        st = r.data.tags.get("paperdag.stage")
+        if st in stages and st not in latest:
+            latest[st] = r.info
+    return (max(i.end_time for i in latest.values()) - min(i.start_time for i in latest.values())) / 1000
+
+
+def in_process_stage_seconds(repo: Path, repeats: int) -> float:
+    """Call toy's `make` directly, as a user's script would: no engine, no MLflow."""
+    sys.path.insert(0, str(repo))
+    sys.path.insert(0, str(repo / "src"))
+    import importlib
+
+    import paperdag.methods
+
+    paperdag.methods.__path__.append(str(repo / "src" / "paperdag" / "methods"))
+    toy = importlib.import_module("stages.toy")
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = toy.make(toy.MakeParams(n=50, seed=1))
+        out["table"].write_parquet(repo / "direct.parquet")
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work-seconds", type=float, default=15.0, help="compute per independent stage in the concurrency test")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    for k in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "PAPERDAG_ROOT"):
+        os.environ.pop(k, None)  # embedded defaults, as a new user has them
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    results: dict[str, object] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}}
+    with tempfile.TemporaryDirectory(prefix="paperdag-bench-") as tmp:
+        repo = make_repo(Path(tmp) / "toy")
+        prefect_home = Path(tmp) / "prefect-home"
+        env = {"PREFECT_HOME": str(prefect_home)}
+        dvc(repo, "repro")
+
+        noop = [dvc(repo, "repro") for _ in range(args.repeats)]
+        results["noop_dvc_repro_s"] = statistics.median(noop)
+
+        via_cli = [paperdag(repo, "stage", "toy:make") for _ in range(args.repeats)]
+        direct = in_process_stage_seconds(repo, args.repeats)
+        results["stage"] = {
+            "paperdag_stage_s": statistics.median(via_cli),
+            "direct_call_s": direct,
+            "overhead_s": statistics.median(via_cli) - direct,
+            "note": "paperdag stage = process start + imports + validation + MLflow run (import ~4 s, open ~2 s) + md5s",
+        }
+        dvc(repo, "commit", "-f", "toy-make")
+
+        # two independent equal stages: concurrent vs sequential, same repo, same script run
+        set_param(repo, "seconds: 0.0", f"seconds: {args.work_seconds}")
+        t_par = paperdag(repo, "run", "toy", "--workers", "2", env=env)
+        span_par = span(repo, {"left", "right"})
+        set_param(repo, f"seconds: {args.work_seconds}", f"seconds: {args.work_seconds + 0.001}")
+        t_seq = paperdag(repo, "run", "toy", "--workers", "1", env=env)
+        span_seq = span(repo, {"left", "right"})
+        results["parallel"] = {
+            "work_seconds_per_stage": args.work_seconds,
+            "span_concurrent_s": span_par,
+            "span_sequential_s": span_seq,
+            "speedup": span_seq / span_par,
+            "flow_wall_concurrent_s": t_par,
+            "flow_wall_sequential_s": t_seq,
+            "flow_speedup": t_seq / t_par,
+        }
+
+        # Prefect start-up: the same one-stage change, rerun by `dvc repro` and by `paperdag run` (temporary server,
+        # flow, task, dvc commit), with a reused and a fresh PREFECT_HOME
+        scale = iter(range(3, 100))
+
+        def bump() -> None:
+            text = (repo / "params.yaml").read_text()
+            import re
+
+            (repo / "params.yaml").write_text(re.sub(r"scale: [0-9.]+", f"scale: {next(scale)}.0", text))
+
+        t_dvc, t_reused = [], []
+        for _ in range(args.repeats):
+            bump()
+            t_dvc.append(dvc(repo, "repro"))
+            bump()
+            t_reused.append(paperdag(repo, "run", "toy", env=env))
+        bump()
+        t_fresh = paperdag(repo, "run", "toy", env={"PREFECT_HOME": str(Path(tmp) / "fresh-home")})
+        t_noop = statistics.median(paperdag(repo, "run", "toy", env=env) for _ in range(args.repeats))
+        results["prefect_startup"] = {
+            "one_stage_dvc_repro_s": statistics.median(t_dvc),
+            "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),
+            "one_stage_paperdag_run_fresh_home_s": t_fresh,
+            "prefect_cost_reused_home_s": statistics.median(t_reused) - statistics.median(t_dvc),
+            "prefect_cost_fresh_home_s": t_fresh - statistics.median(t_dvc),
+            "up_to_date_paperdag_run_s": t_noop,
+            "note": "an up-to-date `paperdag run` plans with DVC first and does not start Prefect",
+        }
+    out = HERE / "results" / "engine.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    s, p, f = results["stage"], results["parallel"], results["prefect_startup"]
+    print(f"no-op dvc repro (4 stages)           {results['noop_dvc_repro_s']:.2f} s")
+    print(f"paperdag stage vs direct call        {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s)")
+    print(f"two independent {p['work_seconds_per_stage']:.0f} s stages         span {p['span_sequential_s']:.1f} s sequential / "
+          f"{p['span_concurrent_s']:.1f} s concurrent = {p['speedup']:.2f}x (whole flow {p['flow_speedup']:.2f}x)")
+    print(f"one-stage change: dvc repro {f['one_stage_dvc_repro_s']:.1f} s, paperdag run {f['one_stage_paperdag_run_reused_home_s']:.1f} s "
+          f"(Prefect +{f['prefect_cost_reused_home_s']:.1f} s; fresh PREFECT_HOME +{f['prefect_cost_fresh_home_s']:.1f} s); "
+          f"up-to-date run {f['up_to_date_paperdag_run_s']:.1f} s")
+    print(f"wrote {out.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
