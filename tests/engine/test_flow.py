@@ -4,7 +4,6 @@ one run per repository at a time, and cron schedules on a Prefect server."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -20,9 +20,7 @@ def _lock_index(root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     outs: dict[str, dict[str, Any]] = {}
     for name, entry in (lock.get("stages") or {}).items():
         deps = {d["path"]: d.get("md5", "") for d in entry.get("deps", [])}
-        params = {}
-        for file, values in (entry.get("params") or {}).items():
-            params.update({f"{k}": v for k, v in values.items()})
+        params = {k: v for values in (entry.get("params") or {}).values() for k, v in values.items()}
         for o in entry.get("outs", []):
             outs[o["path"]] = {"dvc_stage": name, "md5": o.get("md5", ""), "deps": deps, "params": params, "cmd": entry.get("cmd", "")}
     return outs, {v["md5"]: k for k, v in outs.items()}

@@ -19,6 +19,7 @@ import networkx as nx
 import yaml
 
 from paperdag.engine.errors import SpecError
+from paperdag.engine.params import load_params, lookup
 
 ArtifactKind = Literal["out", "metric", "plot"]
 ArtifactType = Literal["parquet", "json", "safetensors", "npy", "png", "dir"]
@@ -143,8 +144,6 @@ def load_project(root: Path | str, params: dict[str, Any] | None = None) -> Proj
     """Read and validate every pipelines/*.yaml under root against root/params.yaml."""
     root = Path(root).resolve()
     if params is None:
-        from paperdag.engine.params import load_params
-
         params = load_params(root)
     project = Project(root=root)
     files = sorted((root / "pipelines").glob("*.yaml"))
@@ -257,8 +256,6 @@ def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> A
 
 
 def _validate(project: Project, params: dict[str, Any]) -> None:
-    from paperdag.engine.params import lookup
-
     producers: dict[str, tuple[Pipeline, Stage, str]] = {}
     for p in project.pipelines.values():
         for s in p.stages.values():

@@ -114,7 +114,7 @@ def _cmp_json(x: Any, y: Any, key: str, volatile: tuple[str, ...], rtol: float, 
             else:
                 _cmp_json(x[k], y[k], f"{key}.{k}", volatile, rtol, diffs, skipped)
     elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
-        for i, (u, v) in enumerate(zip(x, y)):
+        for i, (u, v) in enumerate(zip(x, y, strict=False)):
             _cmp_json(u, v, f"{key}.{i}", volatile, rtol, diffs, skipped)
     elif isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
         if not np.isclose(x, y, rtol=rtol, atol=0.0):
