@@ -1,4 +1,5 @@
-"""Benchmark mfc against exact Prim on an n = 20000 Euclidean Gaussian mixture, in one process (mfc.md targets).
+"""Benchmark mfc against exact Prim on an n = 20000 Euclidean Gaussian mixture, in one process (mfc.md targets),
+with the trade-off sweep: fixed-r over --r-sweep, greedy-B and dp-B over B = --budget-sweep * t.
 
     .venv/bin/python benchmarks/bench_mfc.py            # writes benchmarks/results/mfc.json, prints a table
 """
@@ -45,6 +46,19 @@ def best_of(repeats: int, run: Callable[[], T]) -> tuple[T, float]:
     return result, min(times)  # type: ignore[return-value]
 
 
+def sweep(args: argparse.Namespace) -> list[tuple[str, int | None, int | None]]:
+    """(variant, r, B / t) for every run: each variant's curve, the default budget always included."""
+    runs: list[tuple[str, int | None, int | None]] = []
+    for variant in VARIANTS:
+        if variant == "fixed-r":
+            runs += [(variant, r, None) for r in sorted({*args.r_sweep, args.r})]
+        elif variant in BUDGETED:
+            runs += [(variant, None, e) for e in sorted({*args.budget_sweep, args.extra_reps_per_cluster})]
+        else:
+            runs.append((variant, None, None))
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20000, help="points")
@@ -55,6 +69,11 @@ def main() -> None:
     ap.add_argument("--r", type=int, default=8, help="reps per component for fixed-r")
     ap.add_argument("--extra-reps-per-cluster", type=int, default=7, help="B = this * t")
     ap.add_argument("--max-reps-per-component", type=int, default=32, help="cap on r_i")
+    ap.add_argument("--r-sweep", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="fixed-r's trade-off curve (plus --r)")
+    ap.add_argument(
+        "--budget-sweep", type=int, nargs="+", default=[0, 1, 2, 4, 8, 16],
+        help="greedy-B and dp-B's trade-off curve, B = value * t (plus --extra-reps-per-cluster)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per method; the fastest counts")
     ap.add_argument(
         "--blas-threads", type=int, default=1,
@@ -87,20 +106,20 @@ def run_benchmark(args: argparse.Namespace) -> None:
     gamma = gamma_overlap(forest.labels, mst_edges)
 
     rows = []
-    for variant in VARIANTS:
+    for variant, r, extra in sweep(args):
         counted, counter = space.counting()
         repeats = 1 if variant == "opt" else args.repeats
 
-        def run(variant: str = variant, counted: EuclideanSpace = counted):  # noqa: ANN202
-            return complete_forest(
-                counted, forest, variant, r=args.r, budget=budget, max_reps_per_component=args.max_reps_per_component
-            )
+        def run(variant: str = variant, counted: EuclideanSpace = counted, r: int = r or 1, b: int = (extra or 0) * t):  # noqa: ANN202
+            return complete_forest(counted, forest, variant, r=r, budget=b, max_reps_per_component=args.max_reps_per_component)
 
         completion, seconds = best_of(repeats, run)
         cost = tree_cost(forest, completion)
         rows.append(
             {
                 "variant": variant,
+                "budget": f"r={r}" if r is not None else f"B={extra}t" if extra is not None else "",
+                "default_budget": r in (None, args.r) and extra in (None, args.extra_reps_per_cluster),
                 "reps": completion.total_reps,
                 "tree_cost": cost,
                 "calls": counter.calls // repeats,
@@ -119,7 +138,8 @@ def run_benchmark(args: argparse.Namespace) -> None:
             r["spanning"] and r["tree_cost"] <= 2 * optimal * (1 + 1e-9) and r["tree_cost"] <= mst_bound(gamma) * mst_cost * (1 + 1e-9)
         )
 
-    best = min((r for r in rows if r["variant"] in BUDGETED), key=lambda r: (round(r["cost_ratio_mst"], 12), r["calls"]))
+    defaults = [r for r in rows if r["default_budget"]]
+    best = min((r for r in defaults if r["variant"] in BUDGETED), key=lambda r: (round(r["cost_ratio_mst"], 12), r["calls"]))
     violations = sum(not r["within_bound"] for r in rows)
     targets = {
         "cost_ratio_mst <= 1.05": best["cost_ratio_mst"] <= 1.05,
@@ -133,7 +153,8 @@ def run_benchmark(args: argparse.Namespace) -> None:
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
         "exact": {"mst_cost": mst_cost, "calls": exact_calls, "call_fraction": exact_calls / n**2, "runtime_s": exact_s},
         "forest": {"t": forest.t, "gamma": gamma, "calls": forest_calls, "call_fraction": forest_calls / n**2, "runtime_s": forest_s},
-        "variants": rows,
+        "variants": defaults,
+        "sweep": rows,
         "headline": {
             "variant": best["variant"],
             "cost_ratio_mst": best["cost_ratio_mst"],
@@ -154,14 +175,14 @@ def run_benchmark(args: argparse.Namespace) -> None:
 
     print(f"n={n} d={args.dim} t={t} B={budget} gamma={gamma}  exact Prim {exact_s:.2f}s ({exact_calls / n**2:.3f} n^2 calls)  "
           f"forest {forest_s:.2f}s ({forest_calls / n**2:.4f} n^2 calls)")
-    print(f"{'variant':9s} {'reps':>6s} {'cost/MST':>9s} {'cost/OPT':>9s} {'calls/n^2':>10s} {'time s':>7s} {'speedup':>8s} {'+forest':>8s} bound")
+    print(f"{'variant':9s} {'budget':>6s} {'reps':>6s} {'cost/MST':>9s} {'cost/OPT':>9s} {'calls/n^2':>10s} {'time s':>7s} {'speedup':>8s} {'+forest':>8s} bound")
     for r in rows:
         print(
-            f"{r['variant']:9s} {r['reps']:6d} {r['cost_ratio_mst']:9.4f} {r['cost_ratio_opt_completion']:9.4f} "
+            f"{r['variant']:9s} {r['budget']:>6s} {r['reps']:6d} {r['cost_ratio_mst']:9.4f} {r['cost_ratio_opt_completion']:9.4f} "
             f"{r['distance_call_fraction']:10.4f} {r['runtime_s']:7.3f} {r['speedup_completion_only']:8.1f} "
             f"{r['speedup_with_forest']:8.1f} {'ok' if r['within_bound'] else 'VIOLATED'}"
         )
-    print(f"best budgeted: {best['variant']}; targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in targets.items()))
+    print(f"best budgeted at the default budget: {best['variant']} {best['budget']}; targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in targets.items()))
     print(f"wrote {args.out}")
 
 
