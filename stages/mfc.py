@@ -490,6 +490,7 @@ def _tradeoff_plot(table: list[dict]) -> Figure:
                                zorder=3, label=variant)
             ax.set_xscale("log")
             ax.set_ylabel(ylabel)
+            ax.ticklabel_format(axis="y", useOffset=False)  # ratios read as 1.0008, not "+1" and 0.0008
             ax.grid(alpha=0.3, which="both")
         _zoom_past_exact(right, mine)
         noise = f", noise={first['noise']:g}" if first["noise"] else ""
