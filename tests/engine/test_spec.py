@@ -100,3 +100,20 @@ def test_params_yaml_without_seed_is_rejected(tmp_path: Path) -> None:
     (repo / "params.yaml").write_text("toy: {}\n")
     with pytest.raises(SpecError, match="params.yaml: base.seed"):
         load_project(repo)
+
+
+def test_path_params_become_dvc_deps(toy: Path) -> None:
+    """A path param's file joins the stage's DVC deps; a missing file is an error naming the params key."""
+    import polars as pl
+    import yaml
+
+    from paperdag.engine.params import set_params
+    from paperdag.engine.render import render_text
+
+    pl.DataFrame({"x": [1.0, 2.0]}).write_parquet(toy / "extra.parquet")
+    set_params(toy, ["toy.make.extra_rows=extra.parquet"])
+    deps = yaml.safe_load(render_text(load_project(toy)))["stages"]["toy-make"]["deps"]
+    assert "extra.parquet" in deps
+    set_params(toy, ["toy.make.extra_rows=missing.parquet"])
+    with pytest.raises(SpecError, match="params.yaml: toy.make.extra_rows: missing.parquet does not exist"):
+        load_project(toy)

@@ -33,7 +33,7 @@ _TYPES_BY_SUFFIX: dict[str, ArtifactType] = {
 }
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PIPELINE_KEYS = {"description", "stages"}
-_STAGE_KEYS = {"description", "function", "deps", "params", "outs", "metrics", "plots", "volatile"}
+_STAGE_KEYS = {"description", "function", "deps", "params", "path_params", "outs", "metrics", "plots", "volatile"}
 _KIND_OF_SECTION: dict[str, ArtifactKind] = {"outs": "out", "metrics": "metric", "plots": "plot"}
 
 
@@ -56,6 +56,7 @@ class Stage:
     params: tuple[str, ...]
     outputs: dict[str, Artifact]
     volatile: tuple[str, ...] = ()
+    path_params: tuple[str, ...] = ()  # params.yaml keys whose values are files the stage reads ("" = none)
     description: str = ""
 
     @property
@@ -209,6 +210,9 @@ def _parse_stage(file: str, pipeline: str, name: str, doc: Any) -> Stage:
     volatile = doc.get("volatile", [])
     if not isinstance(volatile, list) or not all(isinstance(v, str) for v in volatile):
         raise SpecError(file, f"{where}.volatile", "expected a list of '<output>.<key>' patterns")
+    path_params = doc.get("path_params", [])
+    if not isinstance(path_params, list) or not all(isinstance(k, str) for k in path_params):
+        raise SpecError(file, f"{where}.path_params", "expected a list of dotted params.yaml keys")
     function = doc.get("function", name)
     if not isinstance(function, str) or not function.isidentifier():
         raise SpecError(file, f"{where}.function", "expected a Python function name")
@@ -220,6 +224,7 @@ def _parse_stage(file: str, pipeline: str, name: str, doc: Any) -> Stage:
         params=tuple(params),
         outputs=outputs,
         volatile=tuple(volatile),
+        path_params=tuple(path_params),
         description=str(doc.get("description", "")),
     )
 
@@ -279,6 +284,13 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
                     lookup(params, key)
                 except KeyError:
                     raise SpecError(p.file, f"stages.{s.name}.params[{i}]", f"'{key}' is not in params.yaml") from None
+            for i, key in enumerate(s.path_params):
+                where = f"stages.{s.name}.path_params[{i}]"
+                if not any(key == k or key.startswith(k + ".") for k in s.params):
+                    raise SpecError(p.file, where, f"'{key}' is not among the stage's params")
+                for path in param_paths(params, key):
+                    if not (project.root / path).is_file():
+                        raise SpecError("params.yaml", key, f"{path} does not exist (\"\" for none)")
     graph = project.graph
     try:
         cycle = nx.find_cycle(graph)
@@ -295,6 +307,15 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
             if s.function not in defined:
                 why = "does not exist" if module.exists() else f"{p.module_file} does not exist"
                 raise SpecError(p.file, f"stages.{s.name}", f"stage function {p.module_file}:{s.function} {why}")
+
+
+def param_paths(params: dict[str, Any], key: str) -> list[str]:
+    """The files a path param names: a string ("" = none) or a list of strings."""
+    value = lookup(params, key)
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) for v in values):
+        raise SpecError("params.yaml", key, "a path param must be a string or a list of strings")
+    return [v for v in values if v]
 
 
 def _top_level_functions(path: Path) -> set[str]:

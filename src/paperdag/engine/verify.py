@@ -21,7 +21,8 @@ import numpy as np
 
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
-from paperdag.engine.spec import Artifact, Stage, load_project
+from paperdag.engine.params import load_params
+from paperdag.engine.spec import Artifact, Stage, load_project, param_paths
 
 
 def _stages(root: Path, target: str) -> list[Stage]:
@@ -41,10 +42,12 @@ def _workspace_copy(root: Path, scratch: Path, stages: list[Stage]) -> None:
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, scratch / rel)
     produced = {a.path for s in stages for a in s.outputs.values()}
+    params = load_params(root)
     for s in stages:
-        for path in s.deps.values():
-            if path not in produced:  # an input from outside the verified set: take the workspace's
-                src, dst = root / path, scratch / path
+        files = [path for key in s.path_params for path in param_paths(params, key)]
+        for path in [*s.deps.values(), *files]:
+            src, dst = root / path, scratch / path
+            if path not in produced and not dst.exists():  # an input from outside the verified set: the workspace's
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
 

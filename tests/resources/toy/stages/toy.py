@@ -16,6 +16,7 @@ from paperdag.methods.toy import spin
 @dataclass(frozen=True)
 class MakeParams:
     n: int
+    extra_rows: str
     seed: int
 
 
@@ -32,7 +33,10 @@ class CombineParams:
 
 def make(params: MakeParams) -> dict:
     rng = np.random.default_rng(params.seed)
-    return {"table": pl.DataFrame({"x": rng.normal(size=params.n)})}
+    table = pl.DataFrame({"x": rng.normal(size=params.n)})
+    if params.extra_rows:
+        table = pl.concat([table, pl.read_parquet(params.extra_rows).select(pl.col("x").cast(pl.Float64))])
+    return {"table": table}
 
 
 def square(params: WorkParams, table: pl.DataFrame) -> dict:
