@@ -61,7 +61,8 @@ def encode(encoder: SentenceTransformer, texts: list[str], batch_size: int = 64,
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings, not one string (wrap it: [text])")
     texts = list(texts)
-    dim = encoder.get_sentence_embedding_dimension()
+    get_dim = getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension
+    dim = get_dim()
     if not texts:
         return np.zeros((0, dim), dtype=np.float32)
     out = encoder.encode(texts, batch_size=batch_size, normalize_embeddings=normalize, convert_to_numpy=True,
