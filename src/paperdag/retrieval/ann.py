@@ -34,7 +34,8 @@ class AnnConfig:
     ef_search: int = 64  # HNSW: beam width while searching (raised to k when k is larger)
     nlist: int = 256  # IVF: number of k-means cells (lowered to the number of vectors when fewer)
     nprobe: int = 16  # IVF: cells visited per query
-    seed: int = 0  # IVF k-means seed; HNSW level-assignment seed
+    seed: int = 0  # IVF k-means seed; HNSW level-assignment seed (HNSW insertion is multi-threaded, so two builds
+    # may still differ slightly; faiss.omp_set_num_threads(1) makes them identical)
 
 
 def _check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:
@@ -263,17 +264,22 @@ class PerAttributeIndex:
             ids[int(a)] = rows
         return cls(indexes, ids)
 
-    def search(self, queries: np.ndarray, k: int, attribute: int, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The k best rows carrying `attribute`: (scores (m, k), global ids (m, k)), -1 padded; kw to AnnIndex.search."""
+    def search(self, queries: np.ndarray, k: int, attribute: int, *, ef_search: int | None = None,
+               nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The k best rows carrying `attribute`: (scores (m, k), global ids (m, k)), -1 padded.
+
+        ef_search / nprobe override the build-time values for this call, as in AnnIndex.search.
+        """
         if attribute not in self.indexes:
             raise KeyError(f"attribute {attribute!r} has no vectors in this index; attributes present: {self.attributes}")
-        scores, local = self.indexes[attribute].search(queries, k, **kw)
+        scores, local = self.indexes[attribute].search(queries, k, ef_search=ef_search, nprobe=nprobe)
         rows = self.ids[attribute]
         return scores, np.where(local >= 0, rows[np.maximum(local, 0)], -1)
 
-    def search_each(self, queries: np.ndarray, k: int, **kw: Any) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    def search_each(self, queries: np.ndarray, k: int, *, ef_search: int | None = None,
+                    nprobe: int | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """search() for every attribute: {attribute: (scores (m, k), global ids (m, k))}."""
-        return {a: self.search(queries, k, a, **kw) for a in self.attributes}
+        return {a: self.search(queries, k, a, ef_search=ef_search, nprobe=nprobe) for a in self.attributes}
 
     def save(self, path: Path) -> None:
         """Write `path`/attributes.json and, per attribute a, `path`/attr_<a>/ (an AnnIndex) with ids.npy beside it."""
