@@ -125,7 +125,7 @@ def test_lineage_walks_to_sources_with_runs(built_toy: Path) -> None:
     outs = lock_outs(built_toy)
     table = nodes["data/toy/table.parquet"]
     assert table["stage"] == "toy:make" and table["md5"] == outs["data/toy/table.parquet"]
-    assert table["params"]["toy.make"] == {"n": 50} and len(table["runs"]) == 1
+    assert table["params"]["toy.make"] == {"n": 50, "extra_rows": ""} and len(table["runs"]) == 1
     assert table["runs"][0]["git_commit"] == git(built_toy, "rev-parse", "HEAD").strip()
     assert nodes["stages/toy.py"]["kind"] == "source"
     assert ["data/toy/left.npy", "data/toy/metrics.json"] in graph["edges"]
