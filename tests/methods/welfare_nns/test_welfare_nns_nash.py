@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import single_attribute_instance
 
-from paperdag.methods.welfare_nns import brute_force_best, nash_ann, nsw, one_hot, p_mean, utilities, welfare_greedy
+from paperdag.methods.welfare_nns import brute_force_best, nash_ann, nash_select, nsw, one_hot, p_mean, utilities, welfare_greedy
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -71,3 +71,12 @@ def test_nash_ann_rejects_non_positive_eta() -> None:
     """eta <= 0 would make log(u_l + eta) undefined for an empty attribute: refused with the reason."""
     with pytest.raises(ValueError, match="eta must be > 0"):
         nash_ann([(np.array([0]), np.array([1.0]))], 1, eta=0.0)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_nash_select_on_flat_candidates_matches_nash_ann(seed: int) -> None:
+    """nash_select over flat (sigma, attribute) arrays picks the same items, in the same order, as nash_ann over lists."""
+    sims, attributes, lists = single_attribute_instance(seed, c=5, per_attribute=6)
+    shuffled = np.random.default_rng(seed).permutation(len(sims))
+    positions = nash_select(sims[shuffled], attributes[shuffled], 6, eta=0.3, p=-0.5)
+    assert shuffled[positions].tolist() == nash_ann(lists, 6, eta=0.3, p=-0.5).ids.tolist()

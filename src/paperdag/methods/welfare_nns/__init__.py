@@ -1,8 +1,8 @@
 """welfare_nns: welfare-based diverse nearest neighbour search (ICLR 2026; arXiv 2602.08742).
 
 Maximise Nash social welfare NSW(S) = (prod_l (u_l(S) + eta))^(1/c) (or a p-mean M_p) over k-item result sets S,
-u_l(S) = sum of sigma(q, v) over the items of S with attribute l. Single attribute: nash_ann (exact with an exact
-oracle). Several attributes per item: welfare_greedy over L ANN candidates ((1 - 1/e) at eta = 1). Baselines: top_k,
+u_l(S) = sum of sigma(q, v) over the items of S with attribute l. Single attribute: nash_ann / nash_select (exact with an
+exact oracle). Several attributes per item: welfare_greedy over L ANN candidates ((1 - 1/e) at eta = 1). Baselines: top_k,
 div_ann (per-attribute cap k'), mmr (lambda). Everything here takes candidate arrays: no index, no I/O.
 """
 
@@ -24,7 +24,7 @@ from paperdag.methods.welfare_nns.instances import (
     skewed_probabilities,
     unit_rows,
 )
-from paperdag.methods.welfare_nns.nash import RankedList, Selection, nash_ann
+from paperdag.methods.welfare_nns.nash import RankedList, Selection, nash_ann, nash_select
 from paperdag.methods.welfare_nns.welfare import (
     log_nsw,
     nsw,
@@ -51,6 +51,7 @@ __all__ = [
     "mmr",
     "multi_label_membership",
     "nash_ann",
+    "nash_select",
     "nsw",
     "one_hot",
     "p_fetch_union",
