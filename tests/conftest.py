@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 RESOURCES = Path(__file__).parent / "resources"
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +60,40 @@ def make_repo(dest: Path, resource: str = "toy") -> Path:
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", "fixture")
     return dest
+
+
+def pipeline_repo(dest: Path, pipeline: str, overrides: list[str] = ()) -> Path:
+    """A committed git+DVC repository holding one of this repository's real pipelines (its declaration, stage
+    module, the code it imports, params.yaml), with `overrides` (KEY=VALUE, e.g. a smoke scale) applied."""
+    from paperdag.engine.codedeps import code_deps
+    from paperdag.engine.params import set_params
+
+    files = ["params.yaml", f"pipelines/{pipeline}.yaml", "stages/__init__.py", *code_deps(REPO, f"stages/{pipeline}.py")]
+    for rel in files:
+        src, target = REPO / rel, dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(src, target)
+    params = yaml.safe_load((dest / "params.yaml").read_text())
+    (dest / "params.yaml").write_text(yaml.safe_dump({"base": params["base"], pipeline: params[pipeline]}, sort_keys=False))
+    if overrides:
+        set_params(dest, list(overrides))
+    git(dest, "init", "-q", "-b", "main")
+    git(dest, "config", "user.email", "t@example.com")
+    git(dest, "config", "user.name", "test")
+    (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
+    dvc(dest, "init", "-q")
+    cli(dest, "render")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", f"{pipeline} pipeline")
+    return dest
+
+
+def stages_run(dvc_output: str) -> list[str]:
+    """The stages a `dvc repro` output says it ran."""
+    return [line.split("'")[1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]
 
 
 @pytest.fixture

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import cli, make_repo
+from conftest import RESOURCES, cli
 from paperdag.engine.errors import SpecError
 from paperdag.engine.spec import load_project
 
@@ -51,9 +52,17 @@ BAD = {
 }
 
 
+@pytest.fixture
+def toy_files(tmp_path: Path) -> Path:
+    """The toy project's files only (no git, no DVC): enough for in-process validation."""
+    shutil.copytree(RESOURCES / "toy", tmp_path / "toy")
+    return tmp_path / "toy"
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_declaration_names_file_and_key(toy: Path, case: str) -> None:
+def test_bad_declaration_names_file_and_key(toy_files: Path, case: str) -> None:
     """Each invalid declaration raises a SpecError naming the pipeline file, the key and the problem."""
+    toy = toy_files
     text, key, problem = BAD[case]
     write_pipeline(toy, text)
     with pytest.raises(SpecError) as e:
@@ -77,9 +86,9 @@ def test_cli_reports_one_line_and_writes_nothing(toy: Path, case: str) -> None:
     assert not (toy / "data").exists()
 
 
-def test_valid_project_orders_stages_topologically(toy: Path) -> None:
+def test_valid_project_orders_stages_topologically(toy_files: Path) -> None:
     """Stages come out producer-before-consumer, and the graph has the toy's diamond edges."""
-    project = load_project(toy)
+    project = load_project(toy_files)
     order = [s.name for s in project.order("toy")]
     assert order[0] == "make" and order[-1] == "combine"
     assert set(project.graph.edges) == {
@@ -87,22 +96,21 @@ def test_valid_project_orders_stages_topologically(toy: Path) -> None:
     assert project.stage("toy:combine").outputs["model"].type == "dir"
 
 
-def test_invalid_yaml_names_line(toy: Path) -> None:
+def test_invalid_yaml_names_line(toy_files: Path) -> None:
     """A YAML syntax error is reported with the file and line."""
-    (toy / "pipelines" / "bad.yaml").write_text("stages:\n  make: [\n")
+    (toy_files / "pipelines" / "bad.yaml").write_text("stages:\n  make: [\n")
     with pytest.raises(SpecError, match=r"pipelines/bad.yaml: line \d+: not valid YAML"):
-        load_project(toy)
+        load_project(toy_files)
 
 
-def test_params_yaml_without_seed_is_rejected(tmp_path: Path) -> None:
+def test_params_yaml_without_seed_is_rejected(toy_files: Path) -> None:
     """params.yaml must define base.seed: every stage's seed derives from it."""
-    repo = make_repo(tmp_path / "r")
-    (repo / "params.yaml").write_text("toy: {}\n")
+    (toy_files / "params.yaml").write_text("toy: {}\n")
     with pytest.raises(SpecError, match="params.yaml: base.seed"):
-        load_project(repo)
+        load_project(toy_files)
 
 
-def test_path_params_become_dvc_deps(toy: Path) -> None:
+def test_path_params_become_dvc_deps(toy_files: Path) -> None:
     """A path param's file joins the stage's DVC deps; a missing file is an error naming the params key."""
     import polars as pl
     import yaml
@@ -110,6 +118,7 @@ def test_path_params_become_dvc_deps(toy: Path) -> None:
     from paperdag.engine.params import set_params
     from paperdag.engine.render import render_text
 
+    toy = toy_files
     pl.DataFrame({"x": [1.0, 2.0]}).write_parquet(toy / "extra.parquet")
     set_params(toy, ["toy.make.extra_rows=extra.parquet"])
     deps = yaml.safe_load(render_text(load_project(toy)))["stages"]["toy-make"]["deps"]

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from paperdag.engine.params import set_params
+from conftest import dvc, pipeline_repo, stages_run
 
-REPO = Path(__file__).resolve().parents[2]
-PIPELINE_FILES = ("pipelines/mfc.yaml", "stages/__init__.py", "stages/mfc.py", "src/paperdag/methods/mfc", "params.yaml")
 SMOKE = [  # small enough that the four stages' own work is a few seconds; the fixed MLflow cost dominates
     "mfc.synthesize.gaussian_n=2000",
     "mfc.synthesize.gaussian_noisy_n=600",
@@ -29,42 +23,11 @@ SMOKE = [  # small enough that the four stages' own work is a few seconds; the f
 HEADLINE_KEYS = {"cost_ratio_mst", "distance_call_fraction", "forest_distance_call_fraction", "speedup_vs_exact", "bound_violations"}
 
 
-def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run([sys.executable, "-m", *args], cwd=repo, capture_output=True, text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
-    if r.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} exited {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    return r
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-
-
-def stages_run(output: str) -> list[str]:
-    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A git + DVC repo holding only the mfc pipeline at smoke scale, after one `dvc repro` (and that run's output)."""
-    repo = tmp_path_factory.mktemp("mfc") / "repo"
-    for rel in PIPELINE_FILES:
-        src, dest = REPO / rel, repo / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copyfile(src, dest)
-    set_params(repo, SMOKE)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "test")
-    (repo / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
-    run(repo, "dvc", "init", "-q")
-    run(repo, "paperdag", "render")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "mfc pipeline at smoke scale")
-    return repo, run(repo, "dvc", "repro").stdout
+    repo = pipeline_repo(tmp_path_factory.mktemp("mfc") / "repo", "mfc", SMOKE)
+    return repo, dvc(repo, "repro").stdout
 
 
 def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
@@ -121,4 +84,4 @@ def test_noisy_instance_has_a_worse_forest_and_reports_gamma(built: tuple[Path, 
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:
     """A second `dvc repro` with nothing changed reruns no stage."""
-    assert stages_run(run(built[0], "dvc", "repro").stdout) == []
+    assert stages_run(dvc(built[0], "repro").stdout) == []

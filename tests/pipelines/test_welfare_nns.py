@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from paperdag.engine.params import set_params
+from conftest import dvc, pipeline_repo, stages_run
 
-REPO = Path(__file__).resolve().parents[2]
-PIPELINE_FILES = (
-    "pipelines/welfare_nns.yaml",
-    "stages/__init__.py",
-    "stages/welfare_nns.py",
-    "src/paperdag/methods/welfare_nns",
-    "src/paperdag/retrieval",
-    "params.yaml",
-)
 SMOKE = [  # a few seconds of stage work per stage; MLflow's fixed cost and the MiniLM load dominate
     "welfare_nns.synthesize.gauss_n=4000",
     "welfare_nns.synthesize.n_queries=20",
@@ -40,45 +27,11 @@ HEADLINE_KEYS = {
 STAGES = ["welfare_nns-evaluate", "welfare_nns-index", "welfare_nns-infer", "welfare_nns-synthesize"]
 
 
-def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run([sys.executable, "-m", *args], cwd=repo, capture_output=True, text=True,
-                       env={**os.environ, "DVC_NO_ANALYTICS": "1", "HF_HUB_OFFLINE": "1"})
-    if r.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} exited {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    return r
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-
-
-def stages_run(output: str) -> list[str]:
-    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A git + DVC repo holding only the welfare_nns pipeline at smoke scale, after one `dvc repro` (and its output)."""
-    repo = tmp_path_factory.mktemp("welfare_nns") / "repo"
-    for rel in PIPELINE_FILES:
-        src, dest = REPO / rel, repo / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copyfile(src, dest)
-    doc = yaml.safe_load((repo / "params.yaml").read_text())
-    (repo / "params.yaml").write_text(yaml.safe_dump({"base": doc["base"], "welfare_nns": doc["welfare_nns"]}, sort_keys=False))
-    set_params(repo, SMOKE)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "test")
-    (repo / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
-    run(repo, "dvc", "init", "-q")
-    run(repo, "paperdag", "render")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "welfare_nns pipeline at smoke scale")
-    return repo, run(repo, "dvc", "repro").stdout
+    repo = pipeline_repo(tmp_path_factory.mktemp("welfare_nns") / "repo", "welfare_nns", SMOKE)
+    return repo, dvc(repo, "repro").stdout
 
 
 def metrics(repo: Path) -> dict:
@@ -137,4 +90,4 @@ def test_table_has_every_method_and_sweep_per_scheme(built: tuple[Path, str]) ->
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:
     """A second `dvc repro` with nothing changed reruns no stage."""
-    assert stages_run(run(built[0], "dvc", "repro").stdout) == []
+    assert stages_run(dvc(built[0], "repro").stdout) == []
