@@ -87,33 +87,36 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
     params = load_params(root)
     project = load_project(root, params)
     stage = project.stage(address)
-    fn, kwargs, seed = prepare(project, params, stage)
-    for a in stage.outputs.values():
-        remove_stale_tmp((root / a.path).parent)
-    dep_md5 = {path: dvc_md5(root / path) for path in stage.deps.values() if (root / path).exists()}
-    tags = {f"{tracking.DEP_TAG}{p}": m for p, m in dep_md5.items()}
-    tags["paperdag.seed"] = str(seed)
     t0 = time.perf_counter()
     _say(f"{address}: start")
-    pending = tracking.PendingRun(root, stage.pipeline, stage.name, tags)
+    # MLflow's import and store take seconds: open the run in the background while the stage module is imported
+    # (torch, transformers, ...) and its inputs are hashed and loaded
+    pending = tracking.PendingRun(root, stage.pipeline, stage.name, {"paperdag.seed": str(stage_seed(params, address))})
+    kwargs: dict[str, Any] = {}
     try:
+        fn, kwargs, seed = prepare(project, params, stage)
+        for a in stage.outputs.values():
+            remove_stale_tmp((root / a.path).parent)
+        dep_md5 = {path: dvc_md5(root / path) for path in stage.deps.values() if (root / path).exists()}
         seed_everything(seed)
         for name, path in stage.deps.items():
             kwargs[name] = artifacts.read(project.producers[path].output_at(path).type, root / path)
-        # the run opens while inputs load; wait for it so that MLflow's import does not share the CPU (and the
-        # GIL) with the stage, whose own timings (runtime metrics) must not be distorted
-        pending.handle()
+        # wait for the run before calling the stage, so that MLflow's import does not share the CPU (and the GIL)
+        # with the stage, whose own timings (runtime metrics) must not be distorted
+        pending.handle().set_tags({f"{tracking.DEP_TAG}{p}": m for p, m in dep_md5.items()})
+        t_call = time.perf_counter()
         result = fn(**kwargs)
         out_md5 = _write_outputs(root, stage, result)
     except BaseException as e:
         _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e}")
         try:
-            pending.handle().log_params(vars(kwargs["params"]))
+            if "params" in kwargs:
+                pending.handle().log_params(vars(kwargs["params"]))
             pending.fail(e)
         except Exception as tracking_error:  # never hide the stage's own error behind a tracking one
             _say(f"{address}: could not record the failure in MLflow: {tracking_error}")
         raise
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t_call  # the stage function and writing its outputs
     run = pending.handle()
     run.log_params(vars(kwargs["params"]))
     run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()})
@@ -124,7 +127,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         if a.kind in ("metric", "plot"):
             run.log_artifact(root / a.path, a.kind + "s")
     pending.finish()
-    _say(f"{address}: done in {elapsed:.1f} s, recorded in {time.perf_counter() - t0:.1f} s (mlflow run {run.run_id})")
+    _say(f"{address}: done: stage {elapsed:.1f} s, {time.perf_counter() - t0:.1f} s in all (mlflow run {run.run_id})")
     return out_md5
 
 
