@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -142,8 +143,19 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
     if not stale_stages(project, pipeline):  # nothing to do: no need to start Prefect (its server takes seconds)
         print(f"{pipeline}: every stage is up to date", file=sys.stderr)
         return {}
+    # import MLflow and open its store (seconds) while Prefect starts its server, not after
+    threading.Thread(target=_warm_tracking, args=(root, pipeline), daemon=True).start()
     configured = paperdag_pipeline.with_options(task_runner=task_runner(runner, address, workers))
     return configured(root=str(root), pipeline=pipeline)
+
+
+def _warm_tracking(root: Path, pipeline: str) -> None:
+    from paperdag.engine import tracking
+
+    try:
+        tracking.experiment_id(tracking.client(root), root, pipeline)
+    except Exception:  # the flow opens it again and reports any real error
+        pass
 
 
 def schedule(root: Path, pipeline: str, cron: str) -> str:
