@@ -48,9 +48,8 @@ def dvc(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return r
 
 
-def make_repo(dest: Path, resource: str = "toy") -> Path:
-    """A committed git+DVC repository holding the fixture project, with dvc.yaml rendered."""
-    shutil.copytree(RESOURCES / resource, dest)
+def commit_project(dest: Path, message: str) -> Path:
+    """Turn a directory holding a paperdag project into a committed git + DVC repository with dvc.yaml rendered."""
     git(dest, "init", "-q", "-b", "main")
     git(dest, "config", "user.email", "t@example.com")
     git(dest, "config", "user.name", "test")
@@ -58,8 +57,14 @@ def make_repo(dest: Path, resource: str = "toy") -> Path:
     dvc(dest, "init", "-q")
     cli(dest, "render")
     git(dest, "add", "-A")
-    git(dest, "commit", "-qm", "fixture")
+    git(dest, "commit", "-qm", message)
     return dest
+
+
+def make_repo(dest: Path, resource: str = "toy") -> Path:
+    """A committed git+DVC repository holding the fixture project, with dvc.yaml rendered."""
+    shutil.copytree(RESOURCES / resource, dest)
+    return commit_project(dest, "fixture")
 
 
 def pipeline_repo(dest: Path, pipeline: str, overrides: list[str] = ()) -> Path:
@@ -80,15 +85,7 @@ def pipeline_repo(dest: Path, pipeline: str, overrides: list[str] = ()) -> Path:
     (dest / "params.yaml").write_text(yaml.safe_dump({"base": params["base"], pipeline: params[pipeline]}, sort_keys=False))
     if overrides:
         set_params(dest, list(overrides))
-    git(dest, "init", "-q", "-b", "main")
-    git(dest, "config", "user.email", "t@example.com")
-    git(dest, "config", "user.name", "test")
-    (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
-    dvc(dest, "init", "-q")
-    cli(dest, "render")
-    git(dest, "add", "-A")
-    git(dest, "commit", "-qm", f"{pipeline} pipeline")
-    return dest
+    return commit_project(dest, f"{pipeline} pipeline")
 
 
 def stages_run(dvc_output: str) -> list[str]:
