@@ -1,0 +1,177 @@
+"""The three trainings at small scale, each a loss per step handed to paperdag.lm.train_loop:
+
+  train_english_teacher  the English SPLADE-like teacher: a lexical warm-up towards log(1 + tf) * idf weights, then
+                         KL distillation of the dense teacher's group scores with FLOPS (as stage 2, in English)
+  align                  stage 1, sparse alignment pretraining on parallel text: SMSE(m, e) + SMSE(me, e)
+  distill                stage 2, contrastive KL distillation over (query, group) + lambda_q FLOPS(t_q) + lambda_d FLOPS(t_d)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from rich.progress import track
+from transformers import PreTrainedModel
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from paperdag.lm import TrainConfig, train_loop
+from paperdag.methods.milco.losses import alignment_loss, flops, kl_distillation, smse
+from paperdag.methods.milco.model import Milco, SparseRep, group_scores, to_sparse_matrix
+
+
+def tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int) -> list[list[int]]:
+    return tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+
+
+def collate(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded input_ids and attention_mask (B, T_max)."""
+    width = max(len(x) for x in ids)
+    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, x in enumerate(ids):
+        input_ids[i, : len(x)] = torch.tensor(x, dtype=torch.long)
+        mask[i, : len(x)] = 1
+    return input_ids, mask
+
+
+def teacher_pivot(teacher: PreTrainedModel, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The English SPLADE teacher's vector log(1 + relu(max_T logits * mask)) (B, V_en)."""
+    logits = teacher(input_ids=input_ids, attention_mask=mask).logits * mask.unsqueeze(-1)
+    return torch.log1p(torch.relu(logits.max(dim=1).values))
+
+
+def teacher_max_logits(teacher: PreTrainedModel, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """e: the teacher's raw max-pooled logits (B, V_en), the target of stage 1."""
+    return (teacher(input_ids=input_ids, attention_mask=mask).logits * mask.unsqueeze(-1)).max(dim=1).values
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Stage-2 training data: query q_b with its passages (positive first) and the dense teacher's scores."""
+
+    query_ids: list[list[int]]  # token ids per query
+    passage_ids: list[list[int]]  # token ids per document (indexed by doc id)
+    groups: np.ndarray  # (n_queries, G) doc ids
+    teacher_scores: np.ndarray  # (n_queries, G) teacher scores (already divided by the temperature)
+
+
+def _distill_loss(encode, groups: Groups, batch: int, lambda_q: float, lambda_d: float, pad_id: int,
+                  rng: np.random.Generator) -> torch.Tensor:
+    rows = rng.choice(len(groups.query_ids), size=min(batch, len(groups.query_ids)), replace=False)
+    g = groups.groups.shape[1]
+    q = encode(*collate([groups.query_ids[r] for r in rows], pad_id))
+    d = encode(*collate([groups.passage_ids[int(i)] for r in rows for i in groups.groups[r]], pad_id))
+    student = group_scores(q, d, g)  # (B, G)
+    teacher = torch.as_tensor(groups.teacher_scores[rows], dtype=student.dtype)
+    return kl_distillation(student, teacher) + lambda_q * flops(q.pivot) + lambda_d * flops(d.pivot)
+
+
+def tfidf_targets(ids: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> tuple[np.ndarray, list[Counter]]:
+    """idf (V,) = log(N / df) over `ids`, and each text's term counts (special tokens dropped)."""
+    special = set(special_ids)
+    counts = [Counter(t for t in x if t not in special) for x in ids]
+    df = np.zeros(vocab_size)
+    for c in counts:
+        df[list(c)] += 1
+    idf = np.log(len(ids) / np.maximum(df, 1))
+    return idf.astype(np.float32), counts
+
+
+def train_english_teacher(
+    teacher: PreTrainedModel,
+    sentences: list[list[int]],
+    groups: Groups,
+    warmup: TrainConfig,
+    distill: TrainConfig,
+    batch: int,
+    group_batch: int,
+    lambda_q: float,
+    lambda_d: float,
+    pad_id: int,
+    special_ids: Sequence[int],
+    progress: bool = True,
+) -> dict[str, list[float]]:
+    """Lexical warm-up: SMSE(t, log(1 + tf) * idf) on English sentences; then KL + FLOPS on English groups."""
+    vocab = teacher.config.vocab_size
+    idf, counts = tfidf_targets(sentences, vocab, special_ids)
+    rng = np.random.default_rng(warmup.seed)
+    teacher.train()
+
+    def warm_loss(step: int) -> torch.Tensor:
+        rows = rng.choice(len(sentences), size=min(batch, len(sentences)), replace=False)
+        target = torch.zeros((len(rows), vocab))
+        for i, r in enumerate(rows):
+            terms = list(counts[r])
+            target[i, terms] = torch.tensor([math.log1p(counts[r][t]) * idf[t] for t in terms], dtype=torch.float32)
+        return smse(teacher_pivot(teacher, *collate([sentences[r] for r in rows], pad_id)), target)
+
+    def encode(ids: torch.Tensor, mask: torch.Tensor) -> SparseRep:
+        return SparseRep(teacher_pivot(teacher, ids, mask), ids, None)
+
+    history = {"warmup": train_loop(teacher.parameters(), warm_loss, warmup, "milco teacher: tf-idf warm-up", progress)}
+    history["distill"] = train_loop(
+        teacher.parameters(), lambda step: _distill_loss(encode, groups, group_batch, lambda_q, lambda_d, pad_id, rng),
+        distill, "milco teacher: KL distillation", progress)
+    teacher.eval()
+    return history
+
+
+def align(
+    student: Milco,
+    teacher: PreTrainedModel,
+    foreign: list[list[int]],
+    english_student: list[list[int]],
+    english_teacher: list[list[int]],
+    config: TrainConfig,
+    batch: int,
+    teacher_pad_id: int,
+    progress: bool = True,
+) -> list[float]:
+    """Stage 1: SMSE(m, e) + SMSE(me, e) on parallel (foreign, English) pairs; the teacher is frozen."""
+    teacher.eval()
+    for p in teacher.parameters():
+        p.requires_grad_(False)
+    student.train()
+    pad = student.tokenizer.pad_token_id
+    rng = np.random.default_rng(config.seed)
+
+    def loss_at(step: int) -> torch.Tensor:
+        rows = rng.choice(len(foreign), size=min(batch, len(foreign)), replace=False)
+        m = student.max_logits(*collate([foreign[r] for r in rows], pad))  # (B, V_en)
+        me = student.max_logits(*collate([english_student[r] for r in rows], pad))  # (B, V_en)
+        with torch.no_grad():
+            e = teacher_max_logits(teacher, *collate([english_teacher[r] for r in rows], teacher_pad_id))
+        return alignment_loss(m, me, e)
+
+    history = train_loop(student.parameters(), loss_at, config, "milco stage 1: sparse alignment", progress)
+    student.eval()
+    return history
+
+
+def distill(student: Milco, groups: Groups, config: TrainConfig, batch: int, lambda_q: float, lambda_d: float,
+            progress: bool = True) -> list[float]:
+    """Stage 2: KL(softmax(teacher) || softmax(student)) over groups + lambda_q FLOPS(t_q) + lambda_d FLOPS(t_d)."""
+    student.train()
+    rng = np.random.default_rng(config.seed)
+    pad = student.tokenizer.pad_token_id
+    history = train_loop(
+        student.parameters(), lambda step: _distill_loss(student, groups, batch, lambda_q, lambda_d, pad, rng),
+        config, "milco stage 2: KL distillation", progress)
+    student.eval()
+    return history
+
+
+@torch.no_grad()
+def encode_sparse(model: Milco, ids: list[list[int]], batch: int = 256, description: str = "milco encode") -> sp.csr_matrix:
+    """CSR rows (n, V_en + V_src) of the pivot and LexEcho weights (see to_sparse_matrix)."""
+    model.eval()
+    pad = model.tokenizer.pad_token_id
+    parts = [to_sparse_matrix(model(*collate(ids[i : i + batch], pad)), model.en_vocab_size, model.src_vocab_size)
+             for i in track(range(0, len(ids), batch), description=description, disable=len(ids) < 2000)]
+    return sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, model.en_vocab_size + model.src_vocab_size))
