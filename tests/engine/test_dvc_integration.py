@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import cli, dvc, git
+from support import cli, dvc, git
 from paperdag.engine.fsutil import TMP_MARK, dvc_md5
 from paperdag.engine.tracking import client
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 
-from conftest import cli, dvc
+from support import cli, dvc
 from paperdag.engine.tracking import client
 
 

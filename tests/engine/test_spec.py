@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RESOURCES, cli
+from support import RESOURCES, cli
 from paperdag.engine.errors import SpecError
 from paperdag.engine.spec import load_project
 

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import dvc, pipeline_repo, stages_run
+from support import dvc, pipeline_repo, stages_run
 
 SMOKE = [  # small enough that the four stages' own work is a few seconds; the fixed MLflow cost dominates
     "mfc.synthesize.gaussian_n=2000",

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import dvc, pipeline_repo, stages_run
+from support import dvc, pipeline_repo, stages_run
 
 SMOKE = [  # a few seconds of stage work per stage; MLflow's fixed cost and the MiniLM load dominate
     "welfare_nns.synthesize.gauss_n=4000",

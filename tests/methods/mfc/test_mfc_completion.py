@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import KINDS, brute_optimal_completion, full_matrix, make_space
+from mfc_cases import KINDS, brute_optimal_completion, full_matrix, make_space
 
 from paperdag.methods.mfc import (
     VARIANTS,

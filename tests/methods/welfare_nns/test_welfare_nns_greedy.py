@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import multi_attribute_instance
+from welfare_cases import multi_attribute_instance
 
 from paperdag.methods.welfare_nns import (
     brute_force_best,

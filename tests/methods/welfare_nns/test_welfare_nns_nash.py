@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import single_attribute_instance
+from welfare_cases import single_attribute_instance
 
 from paperdag.methods.welfare_nns import brute_force_best, nash_ann, nash_select, nsw, one_hot, p_mean, utilities, welfare_greedy
 
