@@ -86,3 +86,13 @@ def test_train_loop_is_seeded_and_lowers_the_loss() -> None:
     first, second = run(), run()
     assert len(first) == 150 and first == second
     assert sum(first[-10:]) / 10 < 0.05 * sum(first[:10]) / 10
+
+
+def test_wordpiece_vocabulary_is_deterministic_and_prefers_frequent_pieces() -> None:
+    """The same texts give the same vocabulary in any order; frequent whole words win pieces, rare words split."""
+    texts = ["boat boat boat sails", "zorvak boat"] * 3
+    a, b = train_wordpiece(texts, vocab_size=40), train_wordpiece(list(reversed(texts)), vocab_size=40)
+    assert a.get_vocab() == b.get_vocab()
+    assert a.tokenize("boat") == ["boat"]
+    assert len(a.tokenize("zorvaks")) > 1 and "[UNK]" not in a.tokenize("zorvaks")  # seen characters, unseen word
+    assert a.tokenize("q") == ["[UNK]"]  # a character never seen
