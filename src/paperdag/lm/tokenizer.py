@@ -79,22 +79,71 @@ def wordpiece_vocabulary(word_counts: dict[str, int], vocab_size: int, max_piece
     return vocab
 
 
-# Byte-level BPE for the causal LMs. NOTE: paperdag/lm/__init__.py (another engineer's concurrent, uncommitted
-# edit) imports these two names; this minimal version restores the import. `tokenizers`' BpeTrainer breaks
-# frequency ties in hash order like its WordPieceTrainer, so its vocabulary can differ between processes.
+# Byte-level BPE for the causal LMs. `tokenizers`' BpeTrainer breaks frequency ties in hash order (like its
+# WordPieceTrainer), so its merges can differ between processes: the merges are learned here, ties broken by the pair.
 BPE_SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>")  # ids 0, 1, 2: tiny_llama_config's pad / bos / eos defaults
 
 
-def train_byte_bpe(texts: Iterable[str], vocab_size: int, *, model_max_length: int = 512) -> PreTrainedTokenizerFast:
-    """A byte-level BPE tokenizer (GPT-2 style, no [UNK]) trained with `tokenizers`, wrapped as PreTrainedTokenizerFast."""
-    from tokenizers import trainers
+def train_byte_bpe(
+    texts: Iterable[str],
+    vocab_size: int,
+    *,
+    min_frequency: int = 2,
+    add_bos: bool = False,
+    model_max_length: int = 512,
+) -> PreTrainedTokenizerFast:
+    """A GPT-2-style byte-level BPE tokenizer (every byte in the alphabet: no [UNK]; a leading space belongs to the
+    word's token) learned from `texts`, wrapped as PreTrainedTokenizerFast. Deterministic: see bpe_merges.
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    With add_bos, every encoding starts with <bos>; <eos> is never added (append it to training targets).
+    vocab_size is an upper bound: merges stop when no pair occurs min_frequency times.
+    """
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    if vocab_size <= len(BPE_SPECIAL_TOKENS) + len(alphabet):
+        raise ValueError(f"vocab_size must exceed the {len(alphabet)} bytes + {len(BPE_SPECIAL_TOKENS)} special tokens; got {vocab_size}")
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    words: Counter[str] = Counter()
+    for text in texts:
+        words.update(w for w, _ in pre.pre_tokenize_str(text))
+    merges = bpe_merges(words, vocab_size - len(BPE_SPECIAL_TOKENS) - len(alphabet), min_frequency)
+    vocab = [*BPE_SPECIAL_TOKENS, *alphabet, *(a + b for a, b in merges)]
+    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(vocab)}, merges=merges))
+    tok.pre_tokenizer = pre
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(BPE_SPECIAL_TOKENS), show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(texts, trainer=trainer)
     pad, bos, eos = BPE_SPECIAL_TOKENS
+    if add_bos:
+        tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A $B:1", special_tokens=[(bos, 1)])
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, bos_token=bos, eos_token=eos,
                                    model_max_length=model_max_length)
+
+
+def bpe_merges(word_counts: Counter[str], n_merges: int, min_frequency: int = 2) -> list[tuple[str, str]]:
+    """Up to n_merges BPE merges over words (as symbol sequences): each time the most frequent adjacent pair, ties by
+    the pair itself, so the same counts always give the same merges."""
+    words = {tuple(w): c for w, c in word_counts.items()}
+    merges: list[tuple[str, str]] = []
+    while len(merges) < n_merges:
+        pairs: Counter[tuple[str, str]] = Counter()
+        for symbols, count in words.items():
+            for pair in zip(symbols, symbols[1:]):
+                pairs[pair] += count
+        if not pairs:
+            break
+        best, count = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+        if count < min_frequency:
+            break
+        merges.append(best)
+        joined = best[0] + best[1]
+        merged: dict[tuple[str, ...], int] = {}
+        for symbols, c in words.items():
+            out, i = [], 0
+            while i < len(symbols):
+                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                    out.append(joined)
+                    i += 2
+                else:
+                    out.append(symbols[i])
+                    i += 1
+            merged[tuple(out)] = merged.get(tuple(out), 0) + c
+        words = merged
+    return merges

@@ -1,0 +1,44 @@
+"""ckplug: controlling parametric vs contextual knowledge reliance at decoding time (CK-PLUG, Bi et al., ICLR 2026).
+
+Two views per example (with / without the retrieved context) -> confidence gain CG = H(p_par) - H(p_ctx) ->
+on conflict steps softmax over V_head of alpha log p_par + (1 - alpha) (log p_ctx - log p_par); adaptive alpha
+= H(p_ctx) / (H(p_par) + H(p_ctx)). Metrics: ConR, ParR, MR = ParR / (ParR + ConR).
+"""
+
+from __future__ import annotations
+
+from paperdag.methods.ckplug.data import KINDS, WorldSizes, build, context_prompt, parametric_prompt
+from paperdag.methods.ckplug.decoding import (
+    CONFLICT_RULES,
+    adaptive_alpha,
+    adjusted_distribution,
+    cad_rule,
+    ckplug_rule,
+    ckplug_step,
+    confidence_gain,
+    entropy,
+    head_mask,
+    is_conflict,
+)
+from paperdag.methods.ckplug.metrics import memory_ratio, memory_recall_table, recall
+
+__all__ = [
+    "CONFLICT_RULES",
+    "KINDS",
+    "WorldSizes",
+    "adaptive_alpha",
+    "adjusted_distribution",
+    "build",
+    "cad_rule",
+    "ckplug_rule",
+    "ckplug_step",
+    "confidence_gain",
+    "context_prompt",
+    "entropy",
+    "head_mask",
+    "is_conflict",
+    "memory_ratio",
+    "memory_recall_table",
+    "parametric_prompt",
+    "recall",
+]

@@ -1,0 +1,35 @@
+"""ConR / ParR / MR and the adaptive-set accuracy from prediction tables."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from paperdag.methods.ckplug import memory_ratio, memory_recall_table, recall
+
+
+def test_recall_normalises_and_requires_word_boundaries() -> None:
+    """'The Cat.' contains 'cat'; 'Catalan' does not contain 'cat'."""
+    assert recall(["The Cat.", "Catalan", "a dog"], ["cat", "cat", "cat"]) == pytest.approx(100 / 3)
+
+
+def test_memory_ratio_is_par_share_and_50_without_either() -> None:
+    """MR = ParR / (ParR + ConR) in percent; 50 when neither answer is produced."""
+    assert memory_ratio(30.0, 10.0) == 75.0
+    assert memory_ratio(0.0, 0.0) == 50.0
+
+
+def test_table_has_one_row_per_method_and_alpha() -> None:
+    """Two CK-PLUG alphas and RAG: ConR / ParR / MR from the counterfactual rows, acc from the adaptive rows."""
+    rows = []
+    for method, alpha, preds in (("rag", None, ["blue", "red"]), ("ck-plug", 0.0, ["blue", "blue"]), ("ck-plug", 1.0, ["red", "red"])):
+        rows += [{"set": "counterfactual", "method": method, "alpha": alpha, "prediction": p, "context_answer": "blue",
+                  "memory_answer": "red", "gold": None, "group": "counterfactual"} for p in preds]
+        rows.append({"set": "adaptive", "method": method, "alpha": alpha, "prediction": preds[0], "context_answer": "blue",
+                     "memory_answer": "red", "gold": "red", "group": "noisy_known"})
+    table = memory_recall_table(pl.DataFrame(rows), [])
+    by = {(r["method"], r["alpha"]): r for r in table}
+    assert (by[("rag", None)]["ConR"], by[("rag", None)]["ParR"], by[("rag", None)]["MR"]) == (50.0, 50.0, 50.0)
+    assert by[("ck-plug", 0.0)]["MR"] == 0.0 and by[("ck-plug", 1.0)]["MR"] == 100.0
+    assert by[("ck-plug", 1.0)]["acc"] == 100.0 and by[("ck-plug", 0.0)]["acc"] == 0.0
+    assert by[("ck-plug", 1.0)]["acc_by_group"] == {"noisy_known": 100.0}
