@@ -89,7 +89,7 @@ def generate(
     example order), the next token being argmax rule([logits of each view]). A row stops at an eos id."""
     if not views or any(len(v) != len(views[0]) for v in views):
         raise ValueError("generate: every view needs one prompt per example (same batch size)")
-    stops = torch.tensor([eos_id] if isinstance(eos_id, int) else list(eos_id))
+    stops = torch.tensor([eos_id] if isinstance(eos_id, int) else list(eos_id), dtype=torch.long)
     start = time.perf_counter()
     model.eval()
     streams = [_View(model, prompts, pad_id) for prompts in views]
