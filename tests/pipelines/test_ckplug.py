@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dvc, pipeline_repo, stages_run
+from support import dvc, pipeline_repo, stages_run
 
 SMOKE_OVERRIDES = [  # a world of 12 people and a 1-layer model trained 60 steps: the stages' own work is seconds
     "ckplug.synthesize.known_entities=12",
