@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    _, _, train_rows, counterfactual, _ = build(WorldSizes(100, 200, 50, args.examples, 0, 0.5, 0, 3000, 600), seed=0)
+    _, _, train_rows, counterfactual, _ = build(WorldSizes(100, 200, 50, args.examples, 10, 0.5, 0, 3000, 600), seed=0)
     if Path(args.model).is_dir():
         model, tokenizer = load_causal_lm(args.model)
         source = args.model
