@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from paperdag.engine.params import set_params
+from support import dvc, pipeline_repo, stages_run
 
-REPO = Path(__file__).resolve().parents[2]
-PIPELINE_FILES = ("pipelines/milco.yaml", "stages/__init__.py", "stages/milco.py", "src/paperdag/methods/milco",
-                  "src/paperdag/lm", "src/paperdag/retrieval", "params.yaml")
 SMOKE = [  # a few seconds of work per stage; the fixed per-stage cost (imports, MLflow) dominates
     "milco.synthesize.n_docs=240",
     "milco.synthesize.n_parallel=150",
@@ -44,45 +37,11 @@ HEADLINE_KEYS = {"ndcg10_milco", "ndcg10_bm25", "ndcg10_dense", "ndcg10_no_echo"
                  "index_size_ratio_dense_over_milco", "latency_ratio_dense_over_milco"}
 
 
-def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run([sys.executable, "-m", *args], cwd=repo, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} exited {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    return r
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-
-
-def stages_run(output: str) -> list[str]:
-    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A git + DVC repo holding only the milco pipeline at smoke scale, after one `dvc repro` (and that run's output)."""
-    repo = tmp_path_factory.mktemp("milco") / "repo"
-    for rel in PIPELINE_FILES:
-        src, dest = REPO / rel, repo / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copyfile(src, dest)
-    doc = yaml.safe_load((repo / "params.yaml").read_text())
-    (repo / "params.yaml").write_text(yaml.safe_dump({"base": doc["base"], "milco": doc["milco"]}, sort_keys=False))
-    set_params(repo, SMOKE)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "test")
-    (repo / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
-    run(repo, "dvc", "init", "-q")
-    run(repo, "paperdag", "render")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "milco pipeline at smoke scale")
-    return repo, run(repo, "dvc", "repro").stdout
+    repo = pipeline_repo(tmp_path_factory.mktemp("milco") / "repo", "milco", SMOKE)
+    return repo, dvc(repo, "repro").stdout
 
 
 def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
@@ -132,4 +91,4 @@ def test_no_echo_variant_has_no_source_token_dimensions(built: tuple[Path, str])
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:
     """A second `dvc repro` with nothing changed reruns no stage."""
-    assert stages_run(run(built[0], "dvc", "repro").stdout) == []
+    assert stages_run(dvc(built[0], "repro").stdout) == []
