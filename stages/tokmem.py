@@ -33,6 +33,7 @@ from paperdag.lm import (
     train_byte_bpe,
 )
 from paperdag.methods.tokmem import (
+    LETTERS,
     MemoryBank,
     atomic_examples,
     call_examples,
@@ -46,6 +47,7 @@ from paperdag.methods.tokmem import (
     procedures_from,
     procedures_table,
     query_prompt,
+    response,
     rouge_l,
     routed,
     split_at_memory,
@@ -69,6 +71,7 @@ class SynthesizeParams:
     backbone_calls: int
     tool_train_calls: int
     tool_test_calls: int
+    letters: int
     input_length: list[int]
     arg_length: list[int]
     seed: int
@@ -79,15 +82,19 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     compositional tool-call queries (backbone tools for pretraining, new tools for the calls track)."""
     p = params
     rng = random.Random(p.seed)
+    if not 2 <= p.letters <= len(LETTERS):
+        raise ValueError(f"params.yaml tokmem.synthesize.letters must be 2..{len(LETTERS)}; got {p.letters}")
+    alphabet = LETTERS[: p.letters]
     procs = make_procedures({"backbone": p.backbone_procedures, "memory": p.memory_procedures, "tool": p.tools},
-                            {"memory": p.round_size, "tool": p.tool_round_size}, rng)
+                            {"memory": p.round_size, "tool": p.tool_round_size}, rng, alphabet)
     length, arg_length = tuple(p.input_length), tuple(p.arg_length)
     by_split = {s: [q for q in procs if q.split == s] for s in ("backbone", "memory", "tool")}
-    rows = atomic_examples(by_split["backbone"] + by_split["memory"], {"train": p.train_queries, "test": p.test_queries}, length, rng)
-    rows += call_examples(by_split["backbone"], p.backbone_calls, "train", arg_length, rng)
+    rows = atomic_examples(by_split["backbone"] + by_split["memory"], {"train": p.train_queries, "test": p.test_queries}, length, rng,
+                           alphabet)
+    rows += call_examples(by_split["backbone"], p.backbone_calls, "train", arg_length, rng, alphabet)
     if by_split["tool"]:
-        rows += call_examples(by_split["tool"], p.tool_train_calls, "train", arg_length, rng)
-        rows += call_examples(by_split["tool"], p.tool_test_calls, "test", arg_length, rng)
+        rows += call_examples(by_split["tool"], p.tool_train_calls, "train", arg_length, rng, alphabet)
+        rows += call_examples(by_split["tool"], p.tool_test_calls, "test", arg_length, rng, alphabet)
     split_of = {q.id: q.split for q in procs}
     examples = pl.DataFrame(rows).with_columns(
         pl.col("tools").map_elements(lambda t: split_of[t[0]], return_dtype=pl.String).alias("set"))
@@ -173,7 +180,7 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
     backbone = procedures.filter(pl.col("split") == "backbone")
     desc = dict(zip(backbone["id"], backbone["description"], strict=True))
     mine = examples.filter(pl.col("set") == "backbone")
-    texts = [described_prompt(q, desc[t[0]]) + a for q, a, t in mine.select("query", "answer", "tools").iter_rows()]
+    texts = [described_prompt(q, desc[t[0]]) + response(a) for q, a, t in mine.select("query", "answer", "tools").iter_rows()]
     tokenizer = train_byte_bpe(texts, params.vocab_size)
     tokenizer.add_tokens([PROC_TOKEN.format(i) for i in backbone["id"]], special_tokens=True)
     token_of = {i: tokenizer.convert_tokens_to_ids(PROC_TOKEN.format(i)) for i in backbone["id"]}
@@ -186,10 +193,10 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
     atomic = {s: mine.filter((pl.col("track") == "atomic") & (pl.col("split") == s)) for s in ("train", "test")}
 
     def described(rows: pl.DataFrame) -> list:
-        return [(_ids(tokenizer, described_prompt(q, desc[p])), _ids(tokenizer, a) + eos) for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
+        return [(_ids(tokenizer, described_prompt(q, desc[p])), _ids(tokenizer, response(a)) + eos) for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
 
     def token(rows: pl.DataFrame) -> list:
-        return [(_ids(tokenizer, query_prompt(q)), [token_of[p], *_ids(tokenizer, a)] + eos) for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
+        return [(_ids(tokenizer, query_prompt(q)), [token_of[p], *_ids(tokenizer, response(a))] + eos) for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
 
     calls = mine.filter(pl.col("track") == "calls")
     pools = {"described": described(atomic["train"]), "token": token(atomic["train"]),
@@ -258,7 +265,7 @@ def train_memory(params: TrainMemoryParams, model: Path, procedures: pl.DataFram
         token_of = dict(zip(procs, ids, strict=True))
         order += procs
         train = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(procs))
-        pool = [(_ids(tokenizer, query_prompt(q)), [token_of[p], *_ids(tokenizer, a)] + eos) for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
+        pool = [(_ids(tokenizer, query_prompt(q)), [token_of[p], *_ids(tokenizer, response(a))] + eos) for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
         config = TrainConfig(params.steps_per_round, params.lr, 0, 0.0, seed=params.seed + rnd)
         losses.append(fit_bank(bank, pool, config, params.batch_size, tokenizer.pad_token_id, params.renormalise, fallback,
                                f"tokmem memory round {rnd}/{len(rounds)}"))
@@ -382,7 +389,7 @@ def baselines(params: BaselinesParams, model: Path, procedures: pl.DataFrame, ex
         ids = list(bank.add(len(procs) * params.prompt_tokens, vocab_norm, seed=params.seed + rnd))
         prompt_of |= {p: ids[i * params.prompt_tokens : (i + 1) * params.prompt_tokens] for i, p in enumerate(procs)}
         train = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(procs))
-        pool = [(prompt_of[p] + _ids(tokenizer, query_prompt(q)), _ids(tokenizer, a) + eos) for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
+        pool = [(prompt_of[p] + _ids(tokenizer, query_prompt(q)), _ids(tokenizer, response(a)) + eos) for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
         fit_bank(bank, pool, TrainConfig(params.steps_per_round, params.prompt_lr, 0, 0.0, seed=params.seed + rnd), params.batch_size,
                  tokenizer.pad_token_id, False, bank.rows(), f"tokmem prompt tuning round {rnd}/{len(rounds)}")
         tests, retrieved, n_seen = retrieved_by_round[rnd - 1]
@@ -402,7 +409,7 @@ def baselines(params: BaselinesParams, model: Path, procedures: pl.DataFrame, ex
         for rnd, procs in enumerate(rounds, start=1):
             def pool_of(ps: list[int]) -> list:
                 rows = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(ps))
-                return [(_ids(tokenizer, query_prompt(q)), _ids(tokenizer, a) + eos) for q, a in rows.select("query", "answer").iter_rows()]
+                return [(_ids(tokenizer, query_prompt(q)), _ids(tokenizer, response(a)) + eos) for q, a in rows.select("query", "answer").iter_rows()]
 
             pools, mixture = {"current": pool_of(procs)}, {"current": 1.0}
             if replay > 0 and done:

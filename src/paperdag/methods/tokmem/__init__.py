@@ -7,6 +7,7 @@ renormalisation of new rows), read-out of routing from the emitted token. metric
 from __future__ import annotations
 
 from paperdag.methods.tokmem.data import (
+    LETTERS,
     RULES,
     SPLITS,
     Procedure,
@@ -18,12 +19,14 @@ from paperdag.methods.tokmem.data import (
     procedures_from,
     procedures_table,
     query_prompt,
+    response,
     spaced,
 )
 from paperdag.methods.tokmem.memory import MemoryBank, fit_bank, routed, split_at_memory
 from paperdag.methods.tokmem.metrics import exact_match, forgetting, lcs_length, multiset_f1, rouge_l
 
 __all__ = [
+    "LETTERS",
     "RULES",
     "SPLITS",
     "MemoryBank",
@@ -41,6 +44,7 @@ __all__ = [
     "procedures_from",
     "procedures_table",
     "query_prompt",
+    "response",
     "rouge_l",
     "routed",
     "spaced",

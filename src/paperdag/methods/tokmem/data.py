@@ -20,8 +20,8 @@ RULES = {  # family -> description of what the procedure does with its letters a
     "prefix": "put {a} {b} in front",
     "suffix": "add {a} {b} at the end",
 }
-QUERY_TEMPLATES = ("{name}: {x}", "please {name} {x}", "apply {name} to {x}", "{x} , {name} it", "run {name} on {x}",
-                   "what is {name} of {x} ?")
+QUERY_TEMPLATES = ("{name}: {x}", "please {name} {x}", "apply {name} to {x}", "run {name} on {x}", "what does {name} make of {x}",
+                   "use {name} for {x}")  # the input last: the tiny backbone copies it from a fixed place
 CALL_JOINERS = (" , then ", " and then ", " ; ")
 SPLITS = ("backbone", "memory", "tool")  # pretraining procedures, procedures added as memory, tools of the calls track
 
@@ -60,15 +60,23 @@ def spaced(letters: list[str]) -> str:
     return " ".join(letters)
 
 
-def make_procedures(counts: dict[str, int], round_size: dict[str, int], rng: random.Random) -> list[Procedure]:
+def response(answer: str) -> str:
+    """The response text after the memory token / description line: a leading space, so every letter is the same
+    token (" k") in the query and in the response."""
+    return " " + answer
+
+
+def make_procedures(counts: dict[str, int], round_size: dict[str, int], rng: random.Random, alphabet: str = LETTERS) -> list[Procedure]:
     """counts[split] distinct procedures per split, families drawn evenly (a family whose letter pairs ran out is
     skipped), invented names all distinct; memory and tool procedures numbered into rounds of round_size[split]."""
-    pool = {"replace": [(a, b) for a in LETTERS for b in LETTERS if a != b], "remove": [(a, "") for a in LETTERS],
-            "double": [(a, "") for a in LETTERS], "prefix": [(a, b) for a in LETTERS for b in LETTERS],
-            "suffix": [(a, b) for a in LETTERS for b in LETTERS]}
+    pool = {"replace": [(a, b) for a in alphabet for b in alphabet if a != b], "remove": [(a, "") for a in alphabet],
+            "double": [(a, "") for a in alphabet], "prefix": [(a, b) for a in alphabet for b in alphabet],
+            "suffix": [(a, b) for a in alphabet for b in alphabet]}
     for options in pool.values():
         rng.shuffle(options)
     total = sum(counts.values())
+    if total > sum(map(len, pool.values())):
+        raise ValueError(f"tokmem synthesize: {total} procedures asked for, only {sum(map(len, pool.values()))} distinct rules exist")
     names = invented_names(total, rng)
     out: list[Procedure] = []
     for split in SPLITS:
@@ -80,12 +88,14 @@ def make_procedures(counts: dict[str, int], round_size: dict[str, int], rng: ran
     return out
 
 
-def random_input(proc: Procedure, length: tuple[int, int], rng: random.Random) -> list[str]:
-    """Random letters; for the letter-keyed families one or two of them are the key letter (never all)."""
+def random_input(proc: Procedure, length: tuple[int, int], rng: random.Random, alphabet: str = LETTERS) -> list[str]:
+    """Random letters (at least 2); for the letter-keyed families one or two of them are the key letter (never all)."""
     n = rng.randint(*length)
-    letters = [rng.choice(LETTERS) for _ in range(n)]
+    if n < 2:
+        raise ValueError(f"tokmem synthesize.input_length must be at least 2 letters; got {length}")
+    letters = [rng.choice(alphabet) for _ in range(n)]
     if proc.family in ("replace", "remove", "double"):
-        letters = [c if c != proc.a else rng.choice(LETTERS.replace(proc.a, "")) for c in letters]
+        letters = [c if c != proc.a else rng.choice(alphabet.replace(proc.a, "")) for c in letters]
         for pos in rng.sample(range(n), rng.randint(1, min(2, n - 1))):
             letters[pos] = proc.a
     return letters
@@ -95,7 +105,8 @@ def query(name: str, x: str, rng: random.Random) -> str:
     return rng.choice(QUERY_TEMPLATES).format(name=name, x=x)
 
 
-def atomic_examples(procs: list[Procedure], per_split: dict[str, int], length: tuple[int, int], rng: random.Random) -> list[dict]:
+def atomic_examples(procs: list[Procedure], per_split: dict[str, int], length: tuple[int, int], rng: random.Random,
+                    alphabet: str = LETTERS) -> list[dict]:
     """per_split["train"] / ["test"] queries per procedure, test inputs never seen in that procedure's training."""
     rows = []
     for proc in procs:
@@ -103,7 +114,7 @@ def atomic_examples(procs: list[Procedure], per_split: dict[str, int], length: t
         for split, n in per_split.items():
             made = 0
             while made < n:
-                letters = random_input(proc, length, rng)
+                letters = random_input(proc, length, rng, alphabet)
                 x = spaced(letters)
                 if x in seen:
                     continue
@@ -119,12 +130,13 @@ def call_text(arg: str) -> str:
     return " " + json.dumps({"arg": arg})
 
 
-def call_examples(tools: list[Procedure], n: int, split: str, length: tuple[int, int], rng: random.Random) -> list[dict]:
+def call_examples(tools: list[Procedure], n: int, split: str, length: tuple[int, int], rng: random.Random,
+                  alphabet: str = LETTERS) -> list[dict]:
     """n compositional queries, each 2-3 distinct tools applied to their own arguments, answered by the chain of calls."""
     rows = []
     for _ in range(n):
         chosen = rng.sample(tools, rng.choice((2, 3)))
-        args = [spaced([rng.choice(LETTERS) for _ in range(rng.randint(*length))]) for _ in chosen]
+        args = [spaced([rng.choice(alphabet) for _ in range(rng.randint(*length))]) for _ in chosen]
         steps = [f"{t.name} {x}" for t, x in zip(chosen, args, strict=True)]
         text = rng.choice(("", "first ")) + rng.choice(CALL_JOINERS).join(steps)
         rows.append({"track": "calls", "split": split, "procedure": -1, "query": text,
