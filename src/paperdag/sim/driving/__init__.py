@@ -3,7 +3,18 @@ planner, and two renderers of each scene (a clean depth-shaded raster, with a bi
 camera). Shared building block: it knows nothing about any method."""
 
 from paperdag.sim.driving.closed_loop import COMFORT, Episode, Planner, comfortable, drive
-from paperdag.sim.driving.render import Camera, bev_view, camera_primitives, clip_polygons, fill_polygons, raster_view, real_view
+from paperdag.sim.driving.render import (
+    Camera,
+    bev_view,
+    camera_eye,
+    camera_primitives,
+    clip_polygons,
+    fill_polygons,
+    project,
+    raster_view,
+    real_view,
+    to_camera,
+)
 from paperdag.sim.driving.road import Road, make_road, random_segments
 from paperdag.sim.driving.vehicles import (
     A,
@@ -30,8 +41,8 @@ from paperdag.sim.driving.world import Scenario, ScenarioConfig, World, expert_c
 
 __all__ = [
     "A", "COMFORT", "LENGTH", "V", "WIDTH", "X", "Y", "YAW", "Camera", "Episode", "Planner", "Road", "Scenario",
-    "ScenarioConfig", "World", "bev_view", "bicycle_step", "boxes_overlap", "camera_primitives", "clip_polygons",
+    "ScenarioConfig", "World", "bev_view", "bicycle_step", "boxes_overlap", "camera_eye", "camera_primitives", "clip_polygons",
     "collides", "comfortable", "corners", "drive", "expert_control", "fill_polygons", "from_frame", "idm_accel",
-    "leader_gaps", "log_expert", "make_road", "make_scenario", "off_road", "pure_pursuit", "random_segments",
-    "raster_view", "real_view", "time_to_collision_violated", "to_frame", "track",
+    "leader_gaps", "log_expert", "make_road", "make_scenario", "off_road", "project", "pure_pursuit", "random_segments",
+    "raster_view", "real_view", "to_camera", "time_to_collision_violated", "to_frame", "track",
 ]

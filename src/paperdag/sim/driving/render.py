@@ -141,23 +141,36 @@ def _box_faces(agents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return faces.reshape(-1, 4, 3), np.tile(kinds, m), np.repeat(np.arange(m), 5)
 
 
+def camera_eye(pose: np.ndarray, cam: Camera) -> np.ndarray:
+    """World position of the camera on the vehicle at pose (x, y, yaw)."""
+    return np.array([pose[0] + cam.forward * np.cos(pose[YAW]), pose[1] + cam.forward * np.sin(pose[YAW]), cam.mount])
+
+
+def to_camera(points: np.ndarray, pose: np.ndarray, cam: Camera) -> np.ndarray:
+    """World points (..., 3), z up, into camera coordinates (x right, y down, z forward along the vehicle's yaw)."""
+    c, s = np.cos(pose[YAW]), np.sin(pose[YAW])
+    rot = np.array([[s, -c, 0.0], [0.0, 0.0, -1.0], [c, s, 0.0]])
+    return (points - camera_eye(pose, cam)) @ rot.T
+
+
+def project(points: np.ndarray, cam: Camera) -> np.ndarray:
+    """Pinhole projection of camera-frame points (..., 3) in front of the camera: K [x/z, y/z, 1] -> pixels (u, v)."""
+    k = cam.intrinsics()
+    z = np.maximum(points[..., 2:3], 1e-6)
+    return points[..., :2] / z * np.array([k[0, 0], k[1, 1]]) + k[:2, 2]
+
+
 def camera_primitives(road: Road, agents: np.ndarray, pose: np.ndarray, cam: Camera) -> Primitives:
     """Project the scene seen from `pose` (x, y, yaw of a vehicle): world -> camera (x right, y down, z forward),
     clip at the near and far planes, divide by depth through K; ground first, then cuboid faces, each far to near."""
-    c, s = np.cos(pose[YAW]), np.sin(pose[YAW])
-    eye = np.array([pose[0] + cam.forward * c, pose[1] + cam.forward * s, cam.mount])
+    eye = camera_eye(pose, cam)
     s_here, _, _ = road.frenet(pose[:2])
     quads, qkinds = _ground_quads(road, float(s_here) - 5.0, float(s_here) + cam.far * 1.2, 5.0)
     ground = np.concatenate([quads, np.zeros(quads.shape[:-1] + (1,))], -1)
     near = np.linalg.norm(agents[:, :2] - pose[:2], axis=1) < cam.far + LENGTH if len(agents) else np.zeros(0, bool)
     faces, fkinds, owners = _box_faces(agents[near])
     owners = np.flatnonzero(near)[owners] if len(owners) else owners
-    rot = np.array([[s, -c, 0.0], [0.0, 0.0, -1.0], [c, s, 0.0]])  # rows: camera x (right), y (down), z (forward)
-
-    def to_camera(world: np.ndarray) -> np.ndarray:
-        return (world - eye) @ rot.T
-
-    gc, fc = to_camera(ground), to_camera(faces)
+    gc, fc = to_camera(ground, pose, cam), to_camera(faces, pose, cam)
     if len(fc):  # back-face culling: keep faces whose outward side looks at the camera
         centre = faces.reshape(-1, 5, 4, 3).mean(axis=(1, 2)).repeat(5, 0)
         middle = faces.mean(1)
@@ -173,9 +186,7 @@ def camera_primitives(road: Road, agents: np.ndarray, pose: np.ndarray, cam: Cam
     counts = np.full(len(polys), 4)
     polys, counts = clip_polygons(polys, counts, np.array([0.0, 0.0, 1.0]), cam.near)
     polys, counts = clip_polygons(polys, counts, np.array([0.0, 0.0, -1.0]), -cam.far)
-    k = cam.intrinsics()
-    z = np.maximum(polys[..., 2:3], 1e-6)
-    pix = polys[..., :2] / z * np.array([k[0, 0], k[1, 1]]) + k[:2, 2]
+    pix = project(polys, cam)
     return Primitives(pix, counts, kinds, depth, owner)
 
 
@@ -198,7 +209,7 @@ def real_view(road: Road, agents: np.ndarray, pose: np.ndarray, cam: Camera, rng
     and lit sides, then lighting jitter (gain, colour cast), vertical shading and texture noise."""
     prims = camera_primitives(road, agents, pose, cam)
     label = fill_polygons(prims.polys, prims.counts, cam.height, cam.width)
-    paint = _vehicle_paint(len(agents))
+    paint = _vehicle_paint(max(1, len(agents)))
     face_light = np.array([1.0, 1.0, 1.0, 0.8, 1.05, 0.6])[prims.kind]
     colours = np.where((prims.owner >= 0)[:, None], paint[np.maximum(prims.owner, 0)] * face_light[:, None], REAL_COLOURS[prims.kind])
     h, w = cam.height, cam.width
