@@ -112,19 +112,20 @@ def pure_pursuit(ego: np.ndarray, target: np.ndarray, wheelbase: float = WHEELBA
     return float(np.arctan(2 * wheelbase * local[1] / dist2))
 
 
-def track(ego: np.ndarray, waypoints: np.ndarray, interval: float, gain: float = 1.5) -> tuple[float, float]:
+def track(ego: np.ndarray, waypoints: np.ndarray, interval: float, gain: float = 1.0) -> tuple[float, float]:
     """(accel, steer) that follow a trajectory of ego-frame waypoints spaced `interval` seconds: pure pursuit on the
-    point of the path `lookahead` metres away, proportional control to the speed of its first second."""
+    point of the path `lookahead` metres away; proportional control to the plan's speed between its first and third
+    waypoints (a property of the plan, not of how far along it the ego already is)."""
     path = np.concatenate([np.zeros((1, 2)), waypoints])
     seg = np.linalg.norm(np.diff(path, axis=0), axis=1)
     arc = np.concatenate([[0.0], np.cumsum(seg)])
-    lookahead = max(4.0, 0.6 * ego[V] + 2.0)
     if arc[-1] < 1e-3:
         return -3.0, 0.0
+    lookahead = max(4.0, 0.6 * ego[V] + 2.0)
     along = min(lookahead, arc[-1])
     point = np.array([np.interp(along, arc, path[:, 0]), np.interp(along, arc, path[:, 1])])
     if lookahead > arc[-1] and seg[-1] > 1e-6:  # extend the last segment
         point = path[-1] + (path[-1] - path[-2]) / seg[-1] * (lookahead - arc[-1])
-    n = max(1, round(1.0 / interval))
-    target_speed = arc[min(n, len(arc) - 1)] / (interval * min(n, len(arc) - 1))
+    k = min(2, len(waypoints) - 1)
+    target_speed = np.linalg.norm(waypoints[k] - waypoints[0]) / (k * interval) if k else seg[0] / interval
     return float(gain * (target_speed - ego[V])), pure_pursuit(ego, from_frame(point, ego))
