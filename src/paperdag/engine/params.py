@@ -64,14 +64,21 @@ def collect(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, tuple[st
     return flat
 
 
-def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str) -> Any:
-    """Instantiate the stage's params dataclass, strictly typed: a wrong type or unknown/missing key is an error."""
+def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, item: dict[str, Any] | None = None) -> Any:
+    """Instantiate the stage's params dataclass, strictly typed: a wrong type or unknown/missing key is an error.
+
+    `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine."""
+    item = item or {}
+    for name in item:
+        if name in flat:
+            raise SpecError(PARAMS_FILE, flat[name][0], f"field '{name}' also comes from the matrix of stage {stage}")
+    flat = {**flat, **{name: (f"{stage} matrix {name}", v) for name, v in item.items()}}
     if not dataclasses.is_dataclass(cls):
         raise SpecError(stage, "params", f"the stage's `params` annotation must be a dataclass, got {cls!r}")
     hints = get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for name, (source, _) in flat.items():
-        if name not in fields:
+        if name not in fields and name not in item:
             raise SpecError(PARAMS_FILE, source, f"unknown key for stage {stage} (its params are: {', '.join(fields)})")
     values: dict[str, Any] = {}
     for name, f in fields.items():

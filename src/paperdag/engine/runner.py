@@ -66,7 +66,7 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     """The stage function, its keyword arguments except inputs' values (typed params), and its seed."""
     fn = stage_function(project, stage)
     sig = inspect.signature(fn)
-    expected = set(stage.deps) | {"params"}
+    expected = set(stage.deps) | set(stage.gathers) | {"params"}
     accepted = set(sig.parameters)
     if accepted != expected:
         raise StageError(
@@ -75,7 +75,7 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
         )
     cls = get_type_hints(fn).get("params")
     seed = stage_seed(params, stage.address)
-    typed = build(cls, collect(params, stage.params), seed, stage.address)
+    typed = build(cls, collect(params, stage.params), seed, stage.address, stage.item)
     return fn, {"params": typed}, seed
 
 
@@ -97,10 +97,14 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         fn, kwargs, seed = prepare(project, params, stage)
         for a in stage.outputs.values():
             remove_stale_tmp((root / a.path).parent)
-        dep_md5 = {path: dvc_md5(root / path) for path in stage.deps.values() if (root / path).exists()}
+        dep_md5 = {path: dvc_md5(root / path) for path in stage.dep_paths if (root / path).exists()}
         seed_everything(seed)
-        for name, path in stage.deps.items():
-            kwargs[name] = artifacts.read(project.producers[path].output_at(path).type, root / path)
+
+        def read(path: str) -> Any:
+            return artifacts.read(project.producers[path].output_at(path).type, root / path)
+
+        kwargs.update({name: read(path) for name, path in stage.deps.items()})
+        kwargs.update({name: {key: read(path) for key, path in paths.items()} for name, paths in stage.gathers.items()})
         # wait for the run before calling the stage, so that MLflow's import does not share the CPU (and the GIL)
         # with the stage, whose own timings (runtime metrics) must not be distorted
         pending.handle().set_tags({f"{tracking.DEP_TAG}{p}": m for p, m in dep_md5.items()})

@@ -9,8 +9,9 @@ params key exists, every stage function exists in stages/<pipeline>.py.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -32,8 +33,11 @@ _TYPES_BY_SUFFIX: dict[str, ArtifactType] = {
     ".png": "png",
 }
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_ITEM = re.compile(r"\$\{item\.([^}]*)\}")
+_PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
+_VALUE = re.compile(r"^[A-Za-z0-9_.]+$")
 _PIPELINE_KEYS = {"description", "stages"}
-_STAGE_KEYS = {"description", "function", "deps", "params", "path_params", "outs", "metrics", "plots", "volatile"}
+_STAGE_KEYS = {"description", "function", "matrix", "deps", "params", "path_params", "outs", "metrics", "plots", "volatile"}
 _KIND_OF_SECTION: dict[str, ArtifactKind] = {"outs": "out", "metrics": "metric", "plots": "plot"}
 
 
@@ -58,6 +62,13 @@ class Stage:
     volatile: tuple[str, ...] = ()
     path_params: tuple[str, ...] = ()  # params.yaml keys whose values are files the stage reads ("" = none)
     description: str = ""
+    item: dict[str, str | int] = field(default_factory=dict)  # a matrix element's values ({} outside a matrix)
+    gathers: dict[str, dict[str, str]] = field(default_factory=dict)  # input name -> {element key: path}
+
+    @property
+    def dep_paths(self) -> list[str]:
+        """Every input path: single inputs and each gathered element."""
+        return [*self.deps.values(), *(p for g in self.gathers.values() for p in g.values())]
 
     @property
     def address(self) -> str:
@@ -78,11 +89,21 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Matrix:
+    """A declared matrix stage before expansion: what dvc.yaml's `matrix:` entry is rendered from."""
+
+    template: Stage  # paths and params keys still hold `${item.<name>}`
+    values: dict[str, list[str | int] | str]  # as declared: a list, or a `${params.key}` reference
+    elements: dict[str, Stage]  # element key ("a-0") -> expanded stage
+
+
+@dataclass(frozen=True)
 class Pipeline:
     name: str
     file: str
     description: str
     stages: dict[str, Stage]
+    matrices: dict[str, Matrix] = field(default_factory=dict)
 
     @property
     def module_file(self) -> str:
@@ -112,7 +133,7 @@ class Project:
         g = nx.DiGraph()
         g.add_nodes_from(self.stages)
         for s in self.stages.values():
-            for path in s.deps.values():
+            for path in s.dep_paths:
                 g.add_edge(self.producers[path].address, s.address)
         return g
 
@@ -149,8 +170,9 @@ def load_project(root: Path | str, params: dict[str, Any] | None = None) -> Proj
     project = Project(root=root)
     files = sorted((root / "pipelines").glob("*.yaml"))
     for f in files:
-        p = _parse_pipeline(f.relative_to(root).as_posix(), _read_yaml(f, root))
+        p = _parse_pipeline(f.relative_to(root).as_posix(), _read_yaml(f, root), params)
         project.pipelines[p.name] = p
+    _resolve_gathers(project)
     _validate(project, params)
     return project
 
@@ -165,7 +187,7 @@ def _read_yaml(path: Path, root: Path) -> Any:
         raise SpecError(rel, where, f"not valid YAML ({getattr(e, 'problem', e)})") from None
 
 
-def _parse_pipeline(file: str, doc: Any) -> Pipeline:
+def _parse_pipeline(file: str, doc: Any, params: dict[str, Any]) -> Pipeline:
     name = Path(file).stem
     if not _NAME.match(name):
         raise SpecError(file, "(file name)", "pipeline names are lower-case letters, digits and '_'")
@@ -177,10 +199,89 @@ def _parse_pipeline(file: str, doc: Any) -> Pipeline:
     stages_doc = doc.get("stages")
     if not isinstance(stages_doc, dict) or not stages_doc:
         raise SpecError(file, "stages", "expected a non-empty mapping of stage name -> stage")
-    stages = {}
+    stages: dict[str, Stage] = {}
+    matrices: dict[str, Matrix] = {}
     for sname, sdoc in stages_doc.items():
-        stages[sname] = _parse_stage(file, name, str(sname), sdoc)
-    return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages)
+        if isinstance(sdoc, dict) and "matrix" in sdoc:
+            m = _parse_matrix(file, name, str(sname), sdoc, params)
+            matrices[str(sname)] = m
+            stages.update({s.name: s for s in m.elements.values()})
+        else:
+            stages[sname] = _parse_stage(file, name, str(sname), sdoc)
+    return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages, matrices=matrices)
+
+
+def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], params: dict[str, Any]) -> Matrix:
+    """Expand a matrix stage into one stage per combination of its values, named as DVC names them."""
+    where = f"stages.{name}.matrix"
+    declared = doc["matrix"]
+    if not isinstance(declared, dict) or not declared:
+        raise SpecError(file, where, "expected a mapping of name -> list of values (or a ${params.key} naming one)")
+    values: dict[str, list[str | int]] = {}
+    for key, raw in declared.items():
+        if not isinstance(key, str) or not _NAME.match(key):
+            raise SpecError(file, f"{where}.{key}", "matrix names are lower-case letters, digits and '_'")
+        ref = _PARAM_REF.match(raw) if isinstance(raw, str) else None
+        source = f"{file} {where}.{key}"
+        if ref:
+            try:
+                raw = lookup(params, ref.group(1))
+            except KeyError:
+                raise SpecError(file, f"{where}.{key}", f"'{ref.group(1)}' is not in params.yaml") from None
+            source = f"params.yaml {ref.group(1)}"
+        ok = isinstance(raw, list) and raw and all(
+            isinstance(v, (str, int)) and not isinstance(v, bool) and _VALUE.match(str(v)) for v in raw)
+        if not ok or len(set(map(str, raw))) != len(raw):
+            where_file, where_key = source.split(" ", 1)
+            raise SpecError(where_file, where_key, "expected a non-empty list of distinct names or integers "
+                            f"(letters, digits, '_', '.'), got {raw!r}")
+        values[key] = list(raw)
+    body = {k: v for k, v in doc.items() if k != "matrix"}
+    template = _parse_stage(file, pipeline, name, body)
+    elements: dict[str, Stage] = {}
+    for combo in itertools.product(*values.values()):
+        item = dict(zip(values, combo))
+        key = "-".join(str(v) for v in combo)
+        stage = _parse_stage(file, pipeline, name, _substitute(file, f"stages.{name}", body, item))
+        elements[key] = replace(stage, name=f"{name}@{key}", item=item)
+    return Matrix(template=template, values=dict(declared), elements=elements)
+
+
+def _substitute(file: str, where: str, doc: Any, item: dict[str, str | int]) -> Any:
+    """doc with every `${item.<name>}` replaced by the element's value."""
+    if isinstance(doc, dict):
+        return {k: _substitute(file, f"{where}.{k}", v, item) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_substitute(file, f"{where}[{i}]", v, item) for i, v in enumerate(doc)]
+    if not isinstance(doc, str):
+        return doc
+
+    def value(m: re.Match[str]) -> str:
+        if m.group(1) not in item:
+            raise SpecError(file, where, f"${{item.{m.group(1)}}} is not in the stage's matrix ({', '.join(item)})")
+        return str(item[m.group(1)])
+
+    return _ITEM.sub(value, doc)
+
+
+def _resolve_gathers(project: Project) -> None:
+    """A non-matrix stage's input that names a matrix stage's templated output gathers every element's output."""
+    templates = {a.path: m for p in project.pipelines.values() for m in p.matrices.values()
+                 for a in m.template.outputs.values()}
+    for p in project.pipelines.values():
+        for sname, s in list(p.stages.items()):
+            templated = {d: path for d, path in s.deps.items() if _ITEM.search(path)}
+            if not templated:
+                continue
+            gathers = {}
+            for dname, path in templated.items():
+                m = templates.get(path)
+                if m is None:
+                    raise SpecError(p.file, f"stages.{sname}.deps.{dname}", f"no matrix stage produces {path}")
+                aname = m.template.output_at(path).name
+                gathers[dname] = {key: e.outputs[aname].path for key, e in m.elements.items()}
+            deps = {d: path for d, path in s.deps.items() if d not in templated}
+            p.stages[sname] = replace(s, deps=deps, gathers=gathers)
 
 
 def _parse_stage(file: str, pipeline: str, name: str, doc: Any) -> Stage:

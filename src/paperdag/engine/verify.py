@@ -45,7 +45,7 @@ def _workspace_copy(root: Path, scratch: Path, stages: list[Stage]) -> None:
     params = load_params(root)
     for s in stages:
         files = [path for key in s.path_params for path in param_paths(params, key)]
-        for path in [*s.deps.values(), *files]:
+        for path in [*s.dep_paths, *files]:
             src, dst = root / path, scratch / path
             if path not in produced and not dst.exists():  # an input from outside the verified set: the workspace's
                 dst.parent.mkdir(parents=True, exist_ok=True)

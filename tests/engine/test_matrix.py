@@ -1,0 +1,113 @@
+"""Matrix stages: one declaration expanded into `name@v1-v2` stages exactly as DVC expands the rendered `matrix:`,
+each element typed and seeded on its own, a stage gathering every element, and clear errors for bad matrices."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support import RESOURCES, cli, commit_project, dvc
+from paperdag.engine.errors import SpecError
+from paperdag.engine.params import build, collect, load_params, stage_seed
+from paperdag.engine.spec import load_project
+
+GRID = RESOURCES / "grid"
+ELEMENTS = ["a-0", "a-1", "b-0", "b-1"]
+
+
+def test_matrix_expands_to_one_stage_per_combination_with_item_values_substituted() -> None:
+    """arm [a, b] x replicate ${grid.replicates} = [0, 1]: four stages named as DVC names them, each with its own
+    output path, its arm's params key, its item values and a distinct seed; gather's input names all four."""
+    project = load_project(GRID)
+    make = [s for s in project.order("grid") if s.name.startswith("make@")]
+    assert [s.name for s in make] == [f"make@{k}" for k in ELEMENTS]
+    assert [s.dvc_name for s in make] == [f"grid-make@{k}" for k in ELEMENTS]
+    b1 = project.stage("grid:make@b-1")
+    assert b1.item == {"arm": "b", "replicate": 1} and b1.function == "make"
+    assert b1.params == ("grid.make", "grid.arms.b") and b1.outputs["values"].path == "data/grid/b-1.json"
+    params = load_params(GRID)
+    assert len({stage_seed(params, s.address) for s in make}) == 4
+    gather = project.stage("grid:gather")
+    assert gather.deps == {} and gather.gathers == {"values": {k: f"data/grid/{k}.json" for k in ELEMENTS}}
+    assert sorted(project.graph.predecessors("grid:gather")) == [f"grid:make@{k}" for k in ELEMENTS]
+
+
+def test_matrix_values_fill_the_params_dataclass_fields_of_the_same_name() -> None:
+    """The element's values reach the stage as typed params fields; a params key clashing with a matrix name is an
+    error naming the key."""
+    import sys
+
+    sys.path.insert(0, str(GRID))
+    try:
+        from stages.grid import MakeParams
+    finally:
+        sys.path.remove(str(GRID))
+        sys.modules.pop("stages.grid", None), sys.modules.pop("stages", None)
+    params = load_params(GRID)
+    typed = build(MakeParams, collect(params, ("grid.make", "grid.arms.b")), 5, "grid:make@b-1", {"arm": "b", "replicate": 1})
+    assert (typed.arm, typed.replicate, typed.factor, typed.seed) == ("b", 1, 3.0, 5)
+    params["grid"]["make"]["arm"] = "c"
+    with pytest.raises(SpecError, match=r"params.yaml: grid.make.arm: field 'arm' also comes from the matrix"):
+        build(MakeParams, collect(params, ("grid.make",)), 5, "grid:make@b-1", {"arm": "b", "replicate": 1})
+
+
+BAD = {
+    "unknown_item": ("data/grid/${item.arm}-${item.replicate}.json", "data/grid/${item.arm}-${item.seed}.json",
+                     "pipelines/grid.yaml: stages.make.outs.values: ${item.seed} is not in the stage's matrix"),
+    "missing_params_list": ("replicate: ${grid.replicates}", "replicate: ${grid.nope}",
+                            "pipelines/grid.yaml: stages.make.matrix.replicate: 'grid.nope' is not in params.yaml"),
+    "duplicate_values": ("arm: [a, b]", "arm: [a, a]", "pipelines/grid.yaml: stages.make.matrix.arm: expected a non-empty list"),
+    "bad_value": ("arm: [a, b]", "arm: [a, {x: 1}]", "pipelines/grid.yaml: stages.make.matrix.arm: expected a non-empty list"),
+    "gather_unknown": ("      values: data/grid/${item.arm}-${item.replicate}.json\n    outs:\n      summary",
+                       "      values: data/grid/${item.arm}.json\n    outs:\n      summary",
+                       "pipelines/grid.yaml: stages.gather.deps.values: no matrix stage produces data/grid/${item.arm}.json"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_matrix_is_one_line_naming_file_and_key(case: str, tmp_path: Path) -> None:
+    old, new, message = BAD[case]
+    repo = tmp_path / "grid"
+    shutil.copytree(GRID, repo)
+    spec = repo / "pipelines" / "grid.yaml"
+    assert old in spec.read_text()
+    spec.write_text(spec.read_text().replace(old, new, 1))
+    with pytest.raises(SpecError) as e:
+        load_project(repo)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_params_list_of_values_comes_from_params_yaml(tmp_path: Path) -> None:
+    """A matrix axis given as ${key} follows params.yaml: three replicates, six elements."""
+    repo = tmp_path / "grid"
+    shutil.copytree(GRID, repo)
+    p = repo / "params.yaml"
+    p.write_text(p.read_text().replace("replicates: [0, 1]", "replicates: [0, 1, 2]"))
+    project = load_project(repo)
+    assert len(project.stage("grid:gather").gathers["values"]) == 6
+
+
+def test_dvc_and_prefect_run_the_rendered_matrix_and_agree_on_its_stages(tmp_path: Path) -> None:
+    """dvc.yaml holds one `matrix:` stage that DVC expands into the engine's stage names; `dvc repro` runs all of it;
+    a change to one arm's params makes only that arm's elements changed, and `paperdag run` (Prefect) reruns those and
+    the gathering stage, after which DVC sees everything up to date. (One replicate: DVC reads the axis from
+    params.yaml too.)"""
+    repo = tmp_path / "grid"
+    shutil.copytree(GRID, repo)
+    p = repo / "params.yaml"
+    p.write_text(p.read_text().replace("replicates: [0, 1]", "replicates: [0]"))
+    commit_project(repo, "grid")
+    listed = [line.split()[0] for line in dvc(repo, "stage", "list").stdout.splitlines()]
+    assert listed == [s.dvc_name for s in load_project(repo).order()]
+    assert "Running stage 'grid-gather'" in dvc(repo, "repro").stdout
+    summary = json.loads((repo / "data/grid/summary.json").read_text())
+    assert summary["elements"] == ["a-0", "b-0"] and summary["total"] == 2 + 6 and len(summary["seeds"]) == 2
+    p.write_text(p.read_text().replace("b: {factor: 3.0}", "b: {factor: 4.0}"))
+    assert set(json.loads(dvc(repo, "status", "--json").stdout)) == {"grid-make@b-0"}
+    r = cli(repo, "run", "grid")
+    assert r.stdout.split() == ["grid:make@b-0:", "done", "grid:gather:", "done"]
+    assert json.loads((repo / "data/grid/summary.json").read_text())["total"] == 2 + 8
+    assert "up to date" in dvc(repo, "status").stdout
