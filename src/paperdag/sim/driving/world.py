@@ -11,7 +11,6 @@ from paperdag.sim.driving.road import Road, make_road, random_segments
 from paperdag.sim.driving.vehicles import (
     LENGTH,
     V,
-    YAW,
     bicycle_step,
     collides,
     idm_accel,
