@@ -90,3 +90,16 @@ def stages_run(dvc_output: str) -> list[str]:
     return [line.split("'")[1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]
 
 
+
+
+def missing_outputs(repo: Path, pipeline: str) -> list[str]:
+    """The declared outputs of `pipeline` (matrix elements expanded) that are absent or empty in `repo`."""
+    from paperdag.engine.spec import load_project
+
+    missing = []
+    for stage in load_project(repo).order(pipeline):
+        for a in stage.outputs.values():
+            p = repo / a.path
+            if not (p.is_dir() and any(p.iterdir()) or p.is_file() and p.stat().st_size > 0):
+                missing.append(a.path)
+    return missing

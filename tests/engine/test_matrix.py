@@ -3,8 +3,10 @@ each element typed and seeded on its own, a stage gathering every element, and c
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,14 +40,13 @@ def test_matrix_expands_to_one_stage_per_combination_with_item_values_substitute
 def test_matrix_values_fill_the_params_dataclass_fields_of_the_same_name() -> None:
     """The element's values reach the stage as typed params fields; a params key clashing with a matrix name is an
     error naming the key."""
-    import sys
-
-    sys.path.insert(0, str(GRID))
+    spec = importlib.util.spec_from_file_location("grid_stages", GRID / "stages" / "grid.py")
+    module = sys.modules["grid_stages"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
     try:
-        from stages.grid import MakeParams
+        spec.loader.exec_module(module)
     finally:
-        sys.path.remove(str(GRID))
-        sys.modules.pop("stages.grid", None), sys.modules.pop("stages", None)
+        del sys.modules["grid_stages"]
+    MakeParams = module.MakeParams
     params = load_params(GRID)
     typed = build(MakeParams, collect(params, ("grid.make", "grid.arms.b")), 5, "grid:make@b-1", {"arm": "b", "replicate": 1})
     assert (typed.arm, typed.replicate, typed.factor, typed.seed) == ("b", 1, 3.0, 5)

@@ -1,9 +1,8 @@
-"""Multi-attribute greedy: (1 - 1/e) of the optimum at eta = 1, p = 1 is top-k, 10k candidates within 50 ms."""
+"""Multi-attribute greedy: (1 - 1/e) of the optimum at eta = 1, p = 1 is top-k (its latency is measured by benchmarks/bench_welfare_nns.py)."""
 
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -73,18 +72,3 @@ def test_items_without_attributes_and_shape_errors() -> None:
     with pytest.raises(ValueError, match="shape"):
         welfare_greedy(np.ones(3), membership, 1, eta=1.0)
 
-
-def test_ten_thousand_candidates_within_fifty_ms() -> None:
-    """Greedy log NSW over L = 10k candidates with 2 of 40 attributes each, k = 10: <= 50 ms per query (median of 5)."""
-    rng = np.random.default_rng(0)
-    n, c = 10_000, 40
-    membership = np.zeros((n, c), dtype=bool)
-    membership[np.arange(n), rng.integers(20, size=n)] = True
-    membership[np.arange(n), 20 + rng.integers(20, size=n)] = True
-    sims = np.sort(rng.uniform(1.0, 2.0, size=n))[::-1]
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        welfare_greedy(sims, membership, 10, eta=1.0)
-        times.append(time.perf_counter() - start)
-    assert sorted(times)[2] <= 0.050

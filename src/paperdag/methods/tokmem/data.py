@@ -1,0 +1,165 @@
+"""The synthetic procedure world: deterministic string procedures (replace / delete / double a letter, put two letters
+in front / at the end), each known by an invented name and a one-line description; queries that name the procedure
+only through paraphrased templates; and compositional queries answered by 2-3 tool calls in a small JSON format."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+import polars as pl
+
+from paperdag.lm import invented_names
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+RULES = {  # family -> description of what the procedure does with its letters a, b
+    "replace": "replace every {a} with {b}",
+    "remove": "delete every {a}",
+    "double": "write every {a} twice",
+    "prefix": "put {a} {b} in front",
+    "suffix": "add {a} {b} at the end",
+}
+QUERY_TEMPLATES = ("{name}: {x}", "please {name} {x}", "apply {name} to {x}", "run {name} on {x}", "what does {name} make of {x}",
+                   "use {name} for {x}")  # the input last: the tiny backbone copies it from a fixed place
+CALL_JOINERS = (" , then ", " and then ", " ; ")
+SPLITS = ("backbone", "memory", "tool")  # pretraining procedures, procedures added as memory, tools of the calls track
+
+
+@dataclass(frozen=True)
+class Procedure:
+    id: int
+    name: str
+    family: str
+    a: str
+    b: str
+    split: str
+    round: int  # memory / tool procedures: the round (1, 2, ...) that adds them; backbone procedures: 0
+
+    @property
+    def description(self) -> str:
+        return f"{self.name} means {RULES[self.family].format(a=self.a, b=self.b)}"
+
+    def __call__(self, letters: list[str]) -> list[str]:
+        a, b = self.a, self.b
+        if self.family == "replace":
+            return [b if c == a else c for c in letters]
+        if self.family == "remove":
+            return [c for c in letters if c != a]
+        if self.family == "double":
+            return [d for c in letters for d in ([c, c] if c == a else [c])]
+        if self.family == "prefix":
+            return [a, b, *letters]
+        if self.family == "suffix":
+            return [*letters, a, b]
+        raise ValueError(f"unknown procedure family {self.family!r}; choose from {sorted(RULES)}")
+
+
+def spaced(letters: list[str]) -> str:
+    """Letters as text, one token each for the byte-level BPE: "k d x"."""
+    return " ".join(letters)
+
+
+def response(answer: str) -> str:
+    """The response text after the memory token / description line: a leading space, so every letter is the same
+    token (" k") in the query and in the response."""
+    return " " + answer
+
+
+def make_procedures(counts: dict[str, int], round_size: dict[str, int], rng: random.Random, alphabet: str = LETTERS) -> list[Procedure]:
+    """counts[split] distinct procedures per split, families drawn evenly (a family whose letter pairs ran out is
+    skipped), invented names all distinct; memory and tool procedures numbered into rounds of round_size[split]."""
+    pool = {"replace": [(a, b) for a in alphabet for b in alphabet if a != b], "remove": [(a, "") for a in alphabet],
+            "double": [(a, "") for a in alphabet], "prefix": [(a, b) for a in alphabet for b in alphabet],
+            "suffix": [(a, b) for a in alphabet for b in alphabet]}
+    for options in pool.values():
+        rng.shuffle(options)
+    total = sum(counts.values())
+    if total > sum(map(len, pool.values())):
+        raise ValueError(f"tokmem synthesize: {total} procedures asked for, only {sum(map(len, pool.values()))} distinct rules exist")
+    names = invented_names(total, rng)
+    out: list[Procedure] = []
+    for split in SPLITS:
+        for i in range(counts.get(split, 0)):
+            family = rng.choice(sorted(f for f, options in pool.items() if options))
+            a, b = pool[family].pop()
+            rnd = i // round_size[split] + 1 if split in round_size else 0
+            out.append(Procedure(len(out), names[len(out)], family, a, b, split, rnd))
+    return out
+
+
+def random_input(proc: Procedure, length: tuple[int, int], rng: random.Random, alphabet: str = LETTERS) -> list[str]:
+    """Random letters (at least 2); for the letter-keyed families one or two of them are the key letter (never all)."""
+    n = rng.randint(*length)
+    if n < 2:
+        raise ValueError(f"tokmem synthesize.input_length must be at least 2 letters; got {length}")
+    letters = [rng.choice(alphabet) for _ in range(n)]
+    if proc.family in ("replace", "remove", "double"):
+        letters = [c if c != proc.a else rng.choice(alphabet.replace(proc.a, "")) for c in letters]
+        for pos in rng.sample(range(n), rng.randint(1, min(2, n - 1))):
+            letters[pos] = proc.a
+    return letters
+
+
+def query(name: str, x: str, rng: random.Random) -> str:
+    return rng.choice(QUERY_TEMPLATES).format(name=name, x=x)
+
+
+def atomic_examples(procs: list[Procedure], per_split: dict[str, int], length: tuple[int, int], rng: random.Random,
+                    alphabet: str = LETTERS) -> list[dict]:
+    """per_split["train"] / ["test"] queries per procedure, test inputs never seen in that procedure's training."""
+    rows = []
+    for proc in procs:
+        seen: set[str] = set()
+        for split, n in per_split.items():
+            made = 0
+            while made < n:
+                letters = random_input(proc, length, rng, alphabet)
+                x = spaced(letters)
+                if x in seen:
+                    continue
+                seen.add(x)
+                made += 1
+                rows.append({"track": "atomic", "split": split, "procedure": proc.id, "query": query(proc.name, x, rng),
+                             "answer": spaced(proc(letters)), "tools": [proc.id], "args": [x]})
+    return rows
+
+
+def call_text(arg: str) -> str:
+    """The JSON call a tool's memory token is followed by."""
+    return " " + json.dumps({"arg": arg})
+
+
+def call_examples(tools: list[Procedure], n: int, split: str, length: tuple[int, int], rng: random.Random,
+                  alphabet: str = LETTERS) -> list[dict]:
+    """n compositional queries, each 2-3 distinct tools applied to their own arguments, answered by the chain of calls."""
+    rows = []
+    for _ in range(n):
+        chosen = rng.sample(tools, rng.choice((2, 3)))
+        args = [spaced([rng.choice(alphabet) for _ in range(rng.randint(*length))]) for _ in chosen]
+        steps = [f"{t.name} {x}" for t, x in zip(chosen, args, strict=True)]
+        text = rng.choice(("", "first ")) + rng.choice(CALL_JOINERS).join(steps)
+        rows.append({"track": "calls", "split": split, "procedure": -1, "query": text,
+                     "answer": json.dumps([{"tool": t.name, "arg": x} for t, x in zip(chosen, args, strict=True)]),
+                     "tools": [t.id for t in chosen], "args": args})
+    return rows
+
+
+def procedures_table(procs: list[Procedure]) -> pl.DataFrame:
+    return pl.DataFrame([{"id": p.id, "name": p.name, "family": p.family, "a": p.a, "b": p.b, "split": p.split,
+                          "round": p.round, "description": p.description} for p in procs])
+
+
+def procedures_from(table: pl.DataFrame) -> list[Procedure]:
+    return [Procedure(r["id"], r["name"], r["family"], r["a"], r["b"], r["split"], r["round"]) for r in table.iter_rows(named=True)]
+
+
+# Prompts. The memory token (or, for RAG / the backbone's reading format, the description line) sits between the query
+# and the response, so a description and a memory token play the same role for the backbone.
+
+def query_prompt(q: str) -> str:
+    return f"{q}\n"
+
+
+def described_prompt(q: str, description: str) -> str:
+    return f"{q}\n{description}\n"
