@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from support import dvc, pipeline_repo, stages_run
+from support import dvc, missing_outputs, pipeline_repo, stages_run
 
 SMOKE_OVERRIDES = [  # 3 training and 2 test scenarios of 4 s, one replicate of 15 steps per arm: seconds of work per stage
     "rap.replicates=[0]",
@@ -38,10 +38,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_repro_runs_every_stage_and_element(built: tuple[Path, str]) -> None:
     """One `dvc repro` runs synthesize, augment, one train element per arm, simulate and evaluate, and leaves the
-    images as PNGs and one model per arm."""
+    declared outputs (every element's), the images as PNGs and one model per arm."""
     repo, output = built
     assert sorted(stages_run(output)) == sorted(["rap-synthesize", "rap-augment", "rap-simulate", "rap-evaluate",
                                                  *(f"rap-train@{a}-0" for a in ARMS)])
+    assert missing_outputs(repo, "rap") == []
     for png in ("raster_vs_real", "rollout_strip", "pdms_per_arm"):
         assert (repo / f"data/rap/plots/{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (repo / "data/rap/models").iterdir()) == sorted(f"{a}-0.safetensors" for a in ARMS)
