@@ -1,0 +1,1 @@
+"""Small simulated worlds shared by the pipelines (pure numpy, no method knowledge)."""
