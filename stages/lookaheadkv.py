@@ -79,11 +79,14 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     def sized() -> TaskSizes:
         return TaskSizes(p.keys, p.values, rng.randint(p.min_train_pairs, p.pairs))
 
-    rows = [{"set": "lm", "split": s, **make_example(s, sized(), rng)} for s in SPLITS for _ in range(p.lm_examples)]
-    rows += [{"set": "lm", "split": "drill", **make_drill(sized(), rng, p.drill_queries)} for _ in range(p.drill_examples)]
-    rows += [{"set": name, "split": s, **make_example(s, full, rng)} for name, n in (("lookahead", p.lookahead_examples),
-                                                                                     ("eval", p.eval_examples))
-             for s in SPLITS for _ in range(n)]
+    rows = []
+    for split in (*SPLITS, "drill"):
+        for _ in range(p.drill_examples if split == "drill" else p.lm_examples):
+            sizes = sized()
+            made = make_drill(sizes, rng, p.drill_queries) if split == "drill" else make_example(split, sizes, rng)
+            rows.append({"set": "lm", "split": split, "pairs": sizes.pairs, **made})
+    rows += [{"set": name, "split": s, "pairs": p.pairs, **make_example(s, full, rng)}
+             for name, n in (("lookahead", p.lookahead_examples), ("eval", p.eval_examples)) for s in SPLITS for _ in range(n)]
     return {"examples": pl.DataFrame(rows).with_row_index("row")}
 
 
@@ -100,6 +103,7 @@ class TrainLMParams:
     num_kv_heads: int
     intermediate_size: int
     steps: int
+    curriculum: list[int]
     batch_size: int
     lr: float
     warmup_steps: int
@@ -110,7 +114,8 @@ class TrainLMParams:
 
 def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]:
     """A byte-level BPE tokenizer and a tiny Llama trained from scratch, with a full cache, on the LM rows (or, with
-    model_path, a local checkpoint fine-tuned for `steps`); its full-cache exact match on the evaluation rows."""
+    model_path, a local checkpoint fine-tuned for `steps`), in curriculum phases of growing context size; its
+    full-cache exact match on the evaluation rows."""
     torch.set_num_threads(params.threads)
     kinds = (*SPLITS, "drill")
     unknown = sorted(set(params.mixture) - set(kinds))
@@ -128,12 +133,20 @@ def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]
                                    eos_token_id=tokenizer.eos_token_id)
         model = tiny_causal_lm(config)
     lm = examples.filter(pl.col("set") == "lm")
-    pools = {kind: [encode(tokenizer, r) for r in lm.filter(pl.col("split") == kind).iter_rows(named=True)] for kind in kinds}
+    shortest = lm["pairs"].min()
+    if not params.curriculum or min(params.curriculum) < shortest:
+        raise ValueError(f"params.yaml lookaheadkv.train_lm.curriculum: one phase per entry, each a largest context size "
+                         f"(pairs) of at least synthesize.min_train_pairs = {shortest}; got {params.curriculum}")
     history: list[float] = []
-    if params.steps > 0:
-        config = TrainConfig(steps=params.steps, lr=params.lr, warmup_steps=params.warmup_steps, weight_decay=0.0, seed=params.seed)
-        history = fit_causal_lm(model, pools, params.mixture, config, params.batch_size, tokenizer.pad_token_id,
-                                description="lookaheadkv train_lm")
+    for phase, largest in enumerate(params.curriculum):  # short contexts first: the lookup is learnt there, then scaled
+        steps = params.steps // len(params.curriculum)
+        if steps == 0:
+            continue
+        rows = lm.filter(pl.col("pairs") <= largest)
+        pools = {kind: [encode(tokenizer, r) for r in rows.filter(pl.col("split") == kind).iter_rows(named=True)] for kind in kinds}
+        config = TrainConfig(steps=steps, lr=params.lr, warmup_steps=params.warmup_steps, weight_decay=0.0, seed=params.seed + phase)
+        history += fit_causal_lm(model, pools, params.mixture, config, params.batch_size, tokenizer.pad_token_id,
+                                 description=f"lookaheadkv train_lm (contexts <= {largest} pairs)")
     train_seconds = time.perf_counter() - start
     evaluation = examples.filter(pl.col("set") == "eval")
     responses = _greedy_responses(model, tokenizer, evaluation, 8, 64)

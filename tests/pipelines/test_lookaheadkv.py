@@ -21,6 +21,7 @@ SMOKE_OVERRIDES = [  # contexts of 6 pairs, a 1-layer model trained 20 steps: th
     "lookaheadkv.train_lm.num_layers=1",
     "lookaheadkv.train_lm.intermediate_size=64",
     "lookaheadkv.train_lm.steps=20",
+    "lookaheadkv.train_lm.curriculum=[6]",
     "lookaheadkv.train_lm.batch_size=8",
     "lookaheadkv.train_lookahead.n_tokens=4",
     "lookaheadkv.train_lookahead.steps=5",
