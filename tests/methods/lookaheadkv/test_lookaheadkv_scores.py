@@ -52,6 +52,14 @@ def test_rows_after_prompt_average_only_real_rows() -> None:
     assert torch.allclose(rows_after_prompt(attn, 3, torch.tensor([[1, 0]]))[0, 0], torch.tensor([0.6, 0.2, 0.0]))
 
 
+def test_rows_run_on_a_cache_are_all_after_the_prompt() -> None:
+    """Draft tokens run on the prompt's cache give (B, H, m, T + m) maps: every one of the m rows counts."""
+    attn = torch.zeros(1, 1, 2, 5)  # 2 draft rows over 3 prompt + 2 draft keys
+    attn[0, 0, 0] = torch.tensor([0.6, 0.2, 0.0, 0.2, 0.0])
+    attn[0, 0, 1] = torch.tensor([0.0, 0.8, 0.0, 0.1, 0.1])
+    assert torch.allclose(rows_after_prompt(attn, 3)[0, 0], torch.tensor([0.3, 0.5, 0.0]))
+
+
 def test_top_c_forces_the_recent_window_and_keeps_budget_tokens_per_head() -> None:
     """With recent = 1 the last position is kept whatever its score; heads choose independently; a budget at or
     above the prompt length keeps everything."""

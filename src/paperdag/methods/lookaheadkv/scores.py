@@ -21,8 +21,13 @@ import torch.nn.functional as F
 
 def rows_after_prompt(attn: torch.Tensor, prompt_len: int, row_weight: torch.Tensor | None = None) -> torch.Tensor:
     """Mean attention that the rows after the prompt (lookahead, draft or response tokens) pay to each prompt
-    position: (B, H, R, T + R) -> (B, H, T). row_weight (B, R) in {0, 1} leaves padded rows out."""
-    a = attn[:, :, prompt_len:, :prompt_len].float()  # (B, H, R, T)
+    position: (B, H, Q, K) -> (B, H, T). The Q query rows are the last Q of the K key positions (Q = K for a whole
+    sequence, Q < K for tokens run on a cache), so the rows after the prompt start at prompt_len - (K - Q).
+    row_weight (B, R) in {0, 1} leaves padded rows out."""
+    first = prompt_len - (attn.shape[3] - attn.shape[2])
+    if first < 0:
+        raise ValueError(f"rows_after_prompt: {attn.shape[2]} query rows over {attn.shape[3]} keys include prompt rows before {prompt_len}")
+    a = attn[:, :, first:, :prompt_len].float()  # (B, H, R, T)
     if row_weight is None:
         return a.mean(2)
     w = row_weight.float()[:, None, :, None]  # (B, 1, R, 1)
