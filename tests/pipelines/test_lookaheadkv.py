@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from support import dvc, missing_outputs, pipeline_repo, stages_run
 
 SMOKE_OVERRIDES = [  # contexts of 6 pairs, a 1-layer model trained 20 steps: the stages' own work is seconds
