@@ -222,18 +222,17 @@ def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], para
         if not isinstance(key, str) or not _NAME.match(key):
             raise SpecError(file, f"{where}.{key}", "matrix names are lower-case letters, digits and '_'")
         ref = _PARAM_REF.match(raw) if isinstance(raw, str) else None
-        source = f"{file} {where}.{key}"
+        source = (file, f"{where}.{key}")  # where the values are written: the pipeline file or params.yaml
         if ref:
             try:
                 raw = lookup(params, ref.group(1))
             except KeyError:
                 raise SpecError(file, f"{where}.{key}", f"'{ref.group(1)}' is not in params.yaml") from None
-            source = f"params.yaml {ref.group(1)}"
+            source = ("params.yaml", ref.group(1))
         ok = isinstance(raw, list) and raw and all(
             isinstance(v, (str, int)) and not isinstance(v, bool) and _VALUE.match(str(v)) for v in raw)
         if not ok or len(set(map(str, raw))) != len(raw):
-            where_file, where_key = source.split(" ", 1)
-            raise SpecError(where_file, where_key, "expected a non-empty list of distinct names or integers "
+            raise SpecError(*source, "expected a non-empty list of distinct names or integers "
                             f"(letters, digits, '_', '.'), got {raw!r}")
         values[key] = list(raw)
     body = {k: v for k, v in doc.items() if k != "matrix"}
