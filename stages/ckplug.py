@@ -1,7 +1,9 @@
-"""Glue between the paperdag engine and the ckplug method: synthesize -> train -> infer -> evaluate.
+"""Glue between the paperdag engine and the ckplug method: synthesize -> train (x replicate) -> infer (x replicate)
+-> evaluate (gathers every replicate).
 
-The decoding rule lives in paperdag.methods.ckplug; the tiny LM, its tokenizer, generation and the fact world in
-paperdag.lm. These functions turn tables into prompts, prompts into predictions, predictions into metrics.
+The decoding rule and the metrics live in paperdag.methods.ckplug; the tiny LM, its tokenizer, generation and the
+fact world in paperdag.lm; intervals and paired differences over replicates in paperdag.stats. These functions turn
+tables into prompts, prompts into predictions, predictions into metrics.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import torch
 from matplotlib.figure import Figure
 from rich.progress import track
 
@@ -34,9 +35,13 @@ from paperdag.methods.ckplug import (
     cad_rule,
     ckplug_rule,
     context_prompt,
+    is_monotone,
     memory_recall_table,
+    mr_sweep,
     parametric_prompt,
+    seconds_per_token,
 )
+from paperdag.stats import interval, paired
 
 # ---------------------------------------------------------------- synthesize
 
@@ -87,7 +92,7 @@ class TrainParams:
     warmup_steps: int
     mixture: dict[str, float]
     max_new_tokens: int
-    threads: int
+    replicate: int  # from the matrix element (its seed is the engine's, per element)
     seed: int
 
 
@@ -99,8 +104,8 @@ def _encode(tokenizer, row: dict) -> tuple[list[int], list[int]]:
 
 def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
     """A byte-level BPE tokenizer and a tiny Llama trained from scratch on the rows (or, with model_path, a local
-    checkpoint fine-tuned for `steps`); closed-book recall of every memorised fact; the loss curve."""
-    torch.set_num_threads(params.threads)
+    checkpoint fine-tuned for `steps`); closed-book recall of every memorised fact; the loss curve. One replicate:
+    the seed (initialisation, batch order) is the element's own."""
     unknown = sorted(set(params.mixture) - set(KINDS))
     if unknown:
         raise ValueError(f"params.yaml ckplug.train.mixture: unknown kinds {unknown}; choose from {KINDS}")
@@ -118,12 +123,14 @@ def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
     history: list[float] = []
     if params.steps > 0:
         config = TrainConfig(steps=params.steps, lr=params.lr, warmup_steps=params.warmup_steps, weight_decay=0.0, seed=params.seed)
-        history = fit_causal_lm(model, pools, params.mixture, config, params.batch_size, tokenizer.pad_token_id, description="ckplug train")
+        history = fit_causal_lm(model, pools, params.mixture, config, params.batch_size, tokenizer.pad_token_id, description=f"ckplug train {params.replicate}")
     train_seconds = time.perf_counter() - start
     closed = train_rows.filter(pl.col("kind") == "closed_book")
     predictions = _decode(model, tokenizer, [[parametric_prompt(q) for q in closed["question"]]], plain, params.max_new_tokens, 256)[0]
     hits = [contains_answer(p, a) for p, a in zip(predictions, closed["answer"], strict=True)]
     stats = {
+        "replicate": params.replicate,
+        "seed": params.seed,
         "closed_book_recall": sum(hits) / len(hits),
         "closed_book_questions": len(hits),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -148,7 +155,7 @@ def _loss_plot(history: list[float], stats: dict) -> Figure:
         ax.legend(fontsize=8)
     ax.set_xlabel("step")
     ax.set_ylabel("target cross-entropy")
-    ax.set_title(f"ckplug train: closed-book recall {stats['closed_book_recall']:.1%}", fontsize=10, loc="left")
+    ax.set_title(f"ckplug train {stats['replicate']}: closed-book recall {stats['closed_book_recall']:.1%}", fontsize=10, loc="left")
     ax.grid(alpha=0.3)
     return fig
 
@@ -177,7 +184,7 @@ class InferParams:
     min_head: int
     max_new_tokens: int
     batch_size: int
-    threads: int
+    replicate: int  # from the matrix element: which replicate's model decodes
 
 
 def methods(params: InferParams) -> list[tuple[str, float | None, int, object]]:
@@ -190,12 +197,12 @@ def methods(params: InferParams) -> list[tuple[str, float | None, int, object]]:
 
 
 def infer(params: InferParams, model: Path, counterfactual: pl.DataFrame, adaptive: pl.DataFrame) -> dict[str, object]:
-    """Every method on the counterfactual set and on the adaptive set; one prediction row per (set, item, method)."""
-    torch.set_num_threads(params.threads)
+    """Every method on the counterfactual set and on the adaptive set with one replicate's model; one prediction row
+    per (set, item, method). Greedy decoding: the same test items for every replicate and method (paired)."""
     lm, tokenizer = load_causal_lm(model)
     frames, timing = [], []
     jobs = [(name, table, m) for name, table in (("counterfactual", counterfactual), ("adaptive", adaptive)) for m in methods(params)]
-    for set_name, table, (method, alpha, use, rule) in track(jobs, description="ckplug infer"):
+    for set_name, table, (method, alpha, use, rule) in track(jobs, description=f"ckplug infer {params.replicate}"):
         with_context = [context_prompt(c, q) for c, q in zip(table["context"], table["question"], strict=True)]
         without = [parametric_prompt(q) for q in table["question"]]
         views = {0: [without], 1: [with_context], 2: [with_context, without]}[use]
@@ -206,89 +213,123 @@ def infer(params: InferParams, model: Path, counterfactual: pl.DataFrame, adapti
         timing.append({"set": set_name, "method": method, "alpha": alpha, **cost,
                        "tokens_per_s": cost["new_tokens"] / cost["seconds"] if cost["seconds"] else None})
     predictions = pl.concat(frames, how="diagonal_relaxed")
-    return {"predictions": predictions, "decode_stats": {"runs": timing}}
+    return {"predictions": predictions, "decode_stats": {"replicate": params.replicate, "runs": timing}}
 
 
-# ---------------------------------------------------------------- evaluate
+# ---------------------------------------------------------------- evaluate (gathers every replicate)
 
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    min_mr_range: float  # target: MR(alpha = 1) - MR(alpha = 0), in points
-    min_recall: float  # closed-book recall below this makes MR meaningless: flagged in the targets
+    """No knobs: the claims' thresholds live in pipelines/ckplug.yaml `claims:`."""
 
 
-def evaluate(params: EvaluateParams, train_stats: dict, predictions: pl.DataFrame, decode_stats: dict) -> dict[str, object]:
-    """ConR, ParR, MR per method and alpha (counterfactual set); accuracy per method (adaptive set); tokens/s; the
-    headline and the spec's targets; the MR-vs-alpha plot."""
+# the per-replicate numbers reported as intervals over replicates: name -> (method, alpha, column) of the table
+_ACCURACY = {"adaptive_acc": "ck-plug-adaptive", "rag_acc": "rag", "norag_acc": "no-rag", "cad_acc": "cad"}
+_MR = {"mr_rag": "rag", "mr_norag": "no-rag", "mr_cad": "cad", "mr_adaptive": "ck-plug-adaptive"}
+_PAIRED = {"adaptive_minus_rag": ("adaptive_acc", "rag_acc"), "adaptive_minus_norag": ("adaptive_acc", "norag_acc")}
+
+
+def _replicate(train_stats: dict, predictions: pl.DataFrame, decode_stats: dict) -> dict[str, object]:
+    """One replicate's numbers: closed-book recall, the MR sweep, accuracies on the adaptive set, the decoding cost."""
     table = memory_recall_table(predictions, decode_stats["runs"])
     by = {(r["method"], r["alpha"]): r for r in table}
-    ck = sorted((r for r in table if r["method"] == "ck-plug"), key=lambda r: r["alpha"])
-    if len(ck) < 2 or ck[0]["alpha"] != 0.0 or ck[-1]["alpha"] != 1.0:
-        raise ValueError("params.yaml ckplug.infer.alphas must include 0.0 and 1.0 (the ends of the MR range)")
-    mrs = [r["MR"] for r in ck]
-    plain_cost = _seconds_per_token(decode_stats["runs"], "rag")
-    ck_cost = _seconds_per_token(decode_stats["runs"], "ck-plug")
-    headline = {
+    alphas, mrs = mr_sweep(table)
+    out: dict[str, object] = {
         "closed_book_recall": train_stats["closed_book_recall"],
         "mr_alpha0": mrs[0],
         "mr_alpha1": mrs[-1],
         "mr_range": mrs[-1] - mrs[0],
-        "mr_baseline_rag": by[("rag", None)]["MR"],
-        "mr_norag": by[("no-rag", None)]["MR"],
-        "mr_cad": by[("cad", None)]["MR"],
-        "mr_by_alpha": {f"{r['alpha']:g}": r["MR"] for r in ck},
-        "mr_monotone": all(b >= a for a, b in zip(mrs, mrs[1:])),
-        "adaptive_acc": by[("ck-plug-adaptive", None)]["acc"],
-        "rag_acc": by[("rag", None)]["acc"],
-        "norag_acc": by[("no-rag", None)]["acc"],
-        "cad_acc": by[("cad", None)]["acc"],
-        "adaptive_acc_by_group": by[("ck-plug-adaptive", None)]["acc_by_group"],
-        "rag_acc_by_group": by[("rag", None)]["acc_by_group"],
-        "norag_acc_by_group": by[("no-rag", None)]["acc_by_group"],
-        "decode_cost_ratio": ck_cost / plain_cost,
-        "decode_note": "CK-PLUG (all alphas, both sets) seconds per generated token / plain RAG decoding's, same infer run",
-        "units": "ConR, ParR, MR, acc in percent",
+        "mr_by_alpha": {f"{a:g}": m for a, m in zip(alphas, mrs, strict=True)},
+        "mr_monotone": is_monotone(mrs),
+        **{k: by[(m, None)]["MR"] for k, m in _MR.items()},
+        **{k: by[(m, None)]["acc"] for k, m in _ACCURACY.items()},
+        "decode_cost_ratio": seconds_per_token(decode_stats["runs"], "ck-plug") / seconds_per_token(decode_stats["runs"], "rag"),
     }
-    targets = {
-        "closed_book_recall": _target(headline["closed_book_recall"], f">= {params.min_recall}",
-                                      headline["closed_book_recall"] >= params.min_recall),
-        "mr_range": _target(headline["mr_range"], f">= {params.min_mr_range} points", headline["mr_range"] >= params.min_mr_range),
-        "mr_monotone": _target(headline["mr_monotone"], "MR non-decreasing in alpha", headline["mr_monotone"]),
-        "adaptive_beats_rag": _target(headline["adaptive_acc"] - headline["rag_acc"], "> 0 points",
-                                      headline["adaptive_acc"] > headline["rag_acc"]),
-        "adaptive_beats_norag": _target(headline["adaptive_acc"] - headline["norag_acc"], "> 0 points",
-                                        headline["adaptive_acc"] > headline["norag_acc"]),
-        "decode_cost_ratio": _target(headline["decode_cost_ratio"], "~2 (one extra forward pass per token), not more",
-                                     headline["decode_cost_ratio"] <= 2.5),
+    out.update({k: out[a] - out[b] for k, (a, b) in _PAIRED.items()})
+    out["table"] = table
+    return out
+
+
+def _table(per: dict[str, dict]) -> list[dict]:
+    """One row per (method, alpha): each column as an interval over replicates (acc_by_group per group)."""
+    first = next(iter(per.values()))["table"]
+    rows = []
+    for i, row in enumerate(first):
+        reps = [p["table"][i] for p in per.values()]
+        if any((r["method"], r["alpha"]) != (row["method"], row["alpha"]) for r in reps):
+            raise ValueError("predictions: replicates decoded different (method, alpha) lists; rerun ckplug:infer")
+        out = {"method": row["method"], "alpha": row["alpha"]}
+        out.update({c: interval([r[c] for r in reps]) for c in ("ConR", "ParR", "MR", "acc")})
+        out["acc_by_group"] = {g: interval([r["acc_by_group"][g] for r in reps]) for g in row["acc_by_group"]}
+        times = [r["tokens_per_s"] for r in reps]
+        out["tokens_per_s"] = interval(times) if None not in times else None
+        rows.append(out)
+    return rows
+
+
+def evaluate(params: EvaluateParams, train_stats: dict[str, dict], predictions: dict[str, pl.DataFrame],
+             decode_stats: dict[str, dict]) -> dict[str, object]:
+    """Per replicate: ConR, ParR, MR per method and alpha (counterfactual set), accuracy per method (adaptive set),
+    closed-book recall, decoding cost. Over replicates: 95 % t intervals of each, and the paired differences adaptive
+    - RAG and adaptive - no-RAG (same replicate, same items) with their minimum detectable difference. The MR-vs-alpha
+    plot shows the mean over replicates and each replicate."""
+    keys = sorted(predictions, key=int)
+    for name, gathered in (("train_stats", train_stats), ("decode_stats", decode_stats)):
+        if sorted(gathered, key=int) != keys:
+            raise ValueError(f"evaluate: {name} replicates {sorted(gathered)} differ from predictions' {keys}")
+    per = {k: _replicate(train_stats[k], predictions[k], decode_stats[k]) for k in keys}
+    col = {name: [p[name] for p in per.values()] for name in next(iter(per.values())) if name != "table"}
+    headline: dict[str, object] = {
+        "replicates": len(keys),
+        "closed_book_recall": interval(col["closed_book_recall"]),
+        "mr_alpha0": interval(col["mr_alpha0"]),
+        "mr_alpha1": interval(col["mr_alpha1"]),
+        "mr_range": interval(col["mr_range"]),
+        "mr_monotone": sum(col["mr_monotone"]) / len(keys),
+        **{k: interval(col[k]) for k in _ACCURACY},
+        **{k: paired(col[a], col[b]) for k, (a, b) in _PAIRED.items()},
+        **{k: interval(col[k]) for k in _MR},
+        "mr_by_alpha": {a: interval([m[a] for m in col["mr_by_alpha"]]) for a in col["mr_by_alpha"][0]},
+        "decode_cost_ratio": interval(col["decode_cost_ratio"]),
+        "notes": {
+            "units": "ConR, ParR, MR, acc in percent; closed_book_recall a fraction; intervals: 95 % Student-t over "
+                     "replicates (paperdag.stats), paired = per-replicate differences on the same items",
+            "mr_monotone": "fraction of replicates whose MR is non-decreasing in alpha and MR(1) > MR(0)",
+            "mr_range": "MR(alpha = 1) - MR(alpha = 0), points",
+            "decode_cost_ratio": "CK-PLUG (all alphas, both sets) seconds per generated token / plain RAG decoding's, "
+                                 "same infer run",
+        },
     }
-    metrics = {"headline": headline, "targets": targets, "table": table}
-    return {"metrics": metrics, "mr_vs_alpha": _mr_plot(ck, by)}
+    metrics = {"headline": headline, "table": _table(per), "replicates": per}
+    return {"metrics": metrics, "mr_vs_alpha": _mr_plot(per)}
 
 
-def _target(value: object, goal: str, met: bool) -> dict[str, object]:
-    return {"value": value, "target": goal, "met": bool(met)}
-
-
-def _seconds_per_token(runs: list[dict], method: str) -> float:
-    mine = [r for r in runs if r["method"] == method]
-    return sum(r["seconds"] for r in mine) / max(1, sum(r["new_tokens"] for r in mine))
-
-
-def _mr_plot(ck: list[dict], by: dict) -> Figure:
-    fig = Figure(figsize=(6, 3.6), layout="constrained")
+def _mr_plot(per: dict[str, dict]) -> Figure:
+    fig = Figure(figsize=(6.4, 3.8), layout="constrained")
     ax = fig.subplots()
-    alphas = [r["alpha"] for r in ck]
-    ax.plot(alphas, [r["MR"] for r in ck], marker="o", color="tab:blue", label="CK-PLUG MR")
-    ax.plot(alphas, [r["ConR"] for r in ck], marker=".", linestyle=":", color="tab:orange", label="CK-PLUG ConR")
-    ax.plot(alphas, [r["ParR"] for r in ck], marker=".", linestyle=":", color="tab:green", label="CK-PLUG ParR")
+    tables = [[r for r in sorted((r for r in p["table"] if r["method"] == "ck-plug"), key=lambda r: r["alpha"])] for p in per.values()]
+    alphas = [r["alpha"] for r in tables[0]]
+    for column, color, style, marker in (("MR", "tab:blue", "-", "o"), ("ConR", "tab:orange", ":", "."), ("ParR", "tab:green", ":", ".")):
+        values = [[t[i][column] for t in tables] for i in range(len(alphas))]
+        stats = [interval(v) for v in values]
+        mean = [s["mean"] for s in stats]
+        ax.plot(alphas, mean, marker=marker, linestyle=style, color=color, label=f"CK-PLUG {column} (mean)")
+        if len(tables) > 1:
+            ax.fill_between(alphas, [s["ci95_low"] for s in stats], [s["ci95_high"] for s in stats], color=color,
+                            alpha=0.12 if column == "MR" else 0.06, linewidth=0)
+        if column == "MR":
+            for t in tables:
+                ax.plot(alphas, [r["MR"] for r in t], color=color, alpha=0.35, linewidth=0.8, marker=".", markersize=3)
     for (method, color, style) in (("rag", "black", "--"), ("cad", "tab:red", "-."), ("ck-plug-adaptive", "tab:purple", ":")):
-        ax.axhline(by[(method, None)]["MR"], color=color, linestyle=style, linewidth=1, label=f"{method} MR")
+        mr = [next(r["MR"] for r in p["table"] if r["method"] == method) for p in per.values()]
+        ax.axhline(sum(mr) / len(mr), color=color, linestyle=style, linewidth=1, label=f"{method} MR (mean)")
     ax.set_xlabel("alpha (0: trust context, 1: trust memory)")
     ax.set_ylabel("percent (counterfactual set)")
     ax.set_ylim(-2, 102)
     ax.set_xticks(alphas)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_title("Memory recall MR = ParR / (ParR + ConR) vs alpha", fontsize=10, loc="left")
+    band = "band: 95 % t interval, thin lines: replicates" if len(tables) > 1 else "one replicate: no interval"
+    ax.set_title(f"MR = ParR / (ParR + ConR) vs alpha, {len(tables)} replicates ({band})", fontsize=9, loc="left")
     return fig

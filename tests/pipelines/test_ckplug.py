@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from support import dvc, missing_outputs, pipeline_repo, stages_run
 
-SMOKE_OVERRIDES = [  # a world of 12 people and a 1-layer model trained 60 steps: the stages' own work is seconds
+SMOKE_OVERRIDES = [  # a world of 12 people and two 1-layer models trained 60 steps: the stages' own work is seconds
+    "ckplug.replicates=[0, 1]",
     "ckplug.synthesize.known_entities=12",
     "ckplug.synthesize.reading_entities=12",
     "ckplug.synthesize.fresh_entities=6",
@@ -24,8 +26,9 @@ SMOKE_OVERRIDES = [  # a world of 12 people and a 1-layer model trained 60 steps
     "ckplug.train.steps=60",
     "ckplug.train.batch_size=16",
 ]
-HEADLINE_KEYS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_baseline_rag", "mr_monotone", "adaptive_acc", "rag_acc",
-                 "norag_acc", "decode_cost_ratio"}
+REPLICATES = ["0", "1"]
+INTERVAL_KEYS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_rag", "adaptive_acc", "rag_acc", "norag_acc",
+                 "decode_cost_ratio", "adaptive_minus_rag", "adaptive_minus_norag"}
 
 
 @pytest.fixture(scope="module")
@@ -35,38 +38,60 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return repo, dvc(repo, "repro").stdout
 
 
-def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
-    """One `dvc repro` runs the four ckplug stages and leaves every declared output: the model directory reloads
-    with transformers, and the MR-vs-alpha plot is a PNG."""
+def test_repro_runs_every_stage_and_replicate_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
+    """One `dvc repro` runs synthesize, train and infer once per replicate, and evaluate, and leaves every declared
+    output: each replicate's model directory reloads with transformers, and the plots are PNGs."""
     repo, output = built
-    assert sorted(stages_run(output)) == ["ckplug-evaluate", "ckplug-infer", "ckplug-synthesize", "ckplug-train"]
+    assert sorted(stages_run(output)) == sorted(["ckplug-evaluate", "ckplug-synthesize",
+                                                 *(f"ckplug-{s}@{r}" for s in ("train", "infer") for r in REPLICATES)])
     assert missing_outputs(repo, "ckplug") == []
-    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (repo / "data/ckplug/model").iterdir()}
+    for r in REPLICATES:
+        assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (repo / f"data/ckplug/model/{r}").iterdir()}
+        assert (repo / f"data/ckplug/plots/loss_curve/{r}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (repo / "data/ckplug/plots/mr_vs_alpha.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_headline_has_the_spec_keys_and_consistent_values(built: tuple[Path, str]) -> None:
-    """metrics.json's headline has every required key; MR values are percentages, mr_monotone agrees with the
-    per-alpha MRs, the decode cost ratio is positive (two forward passes per CK-PLUG token), and every target
-    carries value / target / met."""
+def test_replicates_are_different_models_decoding_the_same_items(built: tuple[Path, str]) -> None:
+    """Each replicate trains with its own seed (different weights), and every replicate decodes the same test items
+    in the same order (the pairing the paired differences rely on)."""
+    repo = built[0]
+    seeds = {json.loads((repo / f"data/ckplug/train_stats/{r}.json").read_text())["seed"] for r in REPLICATES}
+    assert len(seeds) == len(REPLICATES)
+    weights = {(repo / f"data/ckplug/model/{r}/model.safetensors").read_bytes() for r in REPLICATES}
+    assert len(weights) == len(REPLICATES)
+    items = [pl.read_parquet(repo / f"data/ckplug/predictions/{r}.parquet").select("set", "method", "alpha", "item", "question")
+             for r in REPLICATES]
+    assert all(i.equals(items[0]) for i in items[1:])
+
+
+def test_headline_has_intervals_over_replicates_and_consistent_values(built: tuple[Path, str]) -> None:
+    """metrics.json has no free-form targets; the headline's numbers are intervals over the 2 replicates whose values
+    are the per-replicate numbers; MR range = MR(1) - MR(0) per replicate; the paired differences carry their mdd;
+    the decode cost ratio is positive."""
     metrics = json.loads((built[0] / "data/ckplug/metrics.json").read_text())
-    h = metrics["headline"]
-    assert HEADLINE_KEYS <= set(h)
-    assert 0.0 <= h["closed_book_recall"] <= 1.0
-    mrs = list(h["mr_by_alpha"].values())
-    assert h["mr_monotone"] == all(b >= a for a, b in zip(mrs, mrs[1:]))
-    assert (h["mr_alpha0"], h["mr_alpha1"]) == (mrs[0], mrs[-1])
-    assert h["decode_cost_ratio"] > 0
-    for target in metrics["targets"].values():
-        assert set(target) == {"value", "target", "met"}
+    assert "targets" not in metrics
+    h, per = metrics["headline"], metrics["replicates"]
+    assert list(per) == REPLICATES and h["replicates"] == 2
+    for key in INTERVAL_KEYS:
+        assert h[key]["n"] == 2 and h[key]["ci95_low"] <= h[key]["mean"] <= h[key]["ci95_high"], key
+    assert h["adaptive_minus_rag"]["mdd"] is not None and h["adaptive_minus_norag"]["mdd"] is not None
+    for r in REPLICATES:
+        p = per[r]
+        assert 0.0 <= p["closed_book_recall"] <= 1.0
+        mrs = list(p["mr_by_alpha"].values())
+        assert (p["mr_alpha0"], p["mr_alpha1"], p["mr_range"]) == (mrs[0], mrs[-1], mrs[-1] - mrs[0])
+        assert p["decode_cost_ratio"] > 0
+    assert h["mr_range"]["values"] == [per[r]["mr_range"] for r in REPLICATES]
+    assert h["mr_monotone"] == sum(per[r]["mr_monotone"] for r in REPLICATES) / 2
     assert {(r["method"], r["alpha"]) for r in metrics["table"]} >= {("rag", None), ("ck-plug", 0.0), ("ck-plug", 1.0)}
 
 
 def test_train_stats_report_the_loss_curve(built: tuple[Path, str]) -> None:
-    """train_stats.json holds one loss per step, and the loss fell during training."""
-    stats = json.loads((built[0] / "data/ckplug/train_stats.json").read_text())
-    assert len(stats["loss"]) == 60
-    assert sum(stats["loss"][-10:]) < sum(stats["loss"][:10])
+    """Each replicate's train_stats holds one loss per step, and the loss fell during training."""
+    for r in REPLICATES:
+        stats = json.loads((built[0] / f"data/ckplug/train_stats/{r}.json").read_text())
+        assert stats["replicate"] == int(r) and len(stats["loss"]) == 60
+        assert sum(stats["loss"][-10:]) < sum(stats["loss"][:10])
 
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:

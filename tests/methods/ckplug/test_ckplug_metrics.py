@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from paperdag.methods.ckplug import memory_ratio, memory_recall_table, recall
+from paperdag.methods.ckplug import is_monotone, memory_ratio, memory_recall_table, mr_sweep, recall, seconds_per_token
 
 
 def test_recall_normalises_and_requires_word_boundaries() -> None:
@@ -33,3 +33,27 @@ def test_table_has_one_row_per_method_and_alpha() -> None:
     assert by[("ck-plug", 0.0)]["MR"] == 0.0 and by[("ck-plug", 1.0)]["MR"] == 100.0
     assert by[("ck-plug", 1.0)]["acc"] == 100.0 and by[("ck-plug", 0.0)]["acc"] == 0.0
     assert by[("ck-plug", 1.0)]["acc_by_group"] == {"noisy_known": 100.0}
+
+
+def test_monotone_needs_every_step_non_decreasing_and_a_rise() -> None:
+    """A dip anywhere breaks monotonicity; a flat sweep (no control) is not monotone; ties on the way are fine."""
+    assert is_monotone([5.0, 20.0, 20.0, 60.0])
+    assert not is_monotone([5.0, 30.0, 29.0, 60.0])
+    assert not is_monotone([40.0, 40.0, 40.0])
+    assert not is_monotone([60.0, 5.0])
+
+
+def test_mr_sweep_orders_by_alpha_and_needs_both_ends() -> None:
+    table = [{"method": "ck-plug", "alpha": 1.0, "MR": 90.0}, {"method": "rag", "alpha": None, "MR": 30.0},
+             {"method": "ck-plug", "alpha": 0.0, "MR": 10.0}]
+    assert mr_sweep(table) == ([0.0, 1.0], [10.0, 90.0])
+    with pytest.raises(ValueError, match="ckplug.infer.alphas"):
+        mr_sweep(table[:2])
+
+
+def test_seconds_per_token_pools_every_run_of_the_method() -> None:
+    runs = [{"method": "ck-plug", "seconds": 2.0, "new_tokens": 10}, {"method": "ck-plug", "seconds": 4.0, "new_tokens": 20},
+            {"method": "rag", "seconds": 1.0, "new_tokens": 10}]
+    assert seconds_per_token(runs, "ck-plug") == 0.2 and seconds_per_token(runs, "rag") == 0.1
+    with pytest.raises(ValueError, match="cad"):
+        seconds_per_token(runs, "cad")

@@ -1,5 +1,5 @@
-"""The ckplug stage functions chained by hand on tiny params: declared outputs, table rows per method and alpha,
-headline keys; a real local checkpoint can replace the tiny model (model_path)."""
+"""The ckplug stage functions chained by hand on tiny params (two replicates): declared outputs, table rows per method
+and alpha, headline keys and intervals; a real local checkpoint can replace the tiny model (model_path)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 ckplug = pytest.importorskip("stages.ckplug")
 
-HEADLINE = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_baseline_rag", "mr_monotone", "adaptive_acc", "rag_acc",
-            "norag_acc", "decode_cost_ratio"}
+INTERVALS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_rag", "mr_norag", "mr_cad", "adaptive_acc",
+             "rag_acc", "norag_acc", "cad_acc", "decode_cost_ratio"}
+PAIRED = {"adaptive_minus_rag", "adaptive_minus_norag"}
+REPLICATES = ["0", "1"]
 
 
 def tiny_params() -> dict[str, dict[str, object]]:
@@ -35,13 +37,20 @@ def declared(stage: str) -> set[str]:
 def chained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
     p = tiny_params()
     synth = ckplug.synthesize(ckplug.SynthesizeParams(**p["synthesize"], seed=1))
-    trained = ckplug.train(ckplug.TrainParams(**p["train"], seed=2), synth["train_rows"])
-    model_dir = tmp_path_factory.mktemp("ckplug") / "model"
-    trained["model"](model_dir)
-    inferred = ckplug.infer(ckplug.InferParams(**p["infer"]), model_dir, synth["counterfactual"], synth["adaptive"])
-    evaluated = ckplug.evaluate(ckplug.EvaluateParams(**p["evaluate"]), trained["train_stats"], inferred["predictions"],
-                                inferred["decode_stats"])
-    return {"synthesize": synth, "train": trained, "infer": inferred, "evaluate": evaluated, "model_dir": model_dir, "params": p}
+    trained, inferred, model_dirs = {}, {}, {}
+    for r in REPLICATES:
+        trained[r] = ckplug.train(ckplug.TrainParams(**p["train"], replicate=int(r), seed=2 + int(r)), synth["train_rows"])
+        model_dir = tmp_path_factory.mktemp("ckplug") / f"model{r}"
+        trained[r]["model"](model_dir)
+        model_dirs[r] = model_dir
+        inferred[r] = ckplug.infer(ckplug.InferParams(**p["infer"], replicate=int(r)), model_dir, synth["counterfactual"],
+                                   synth["adaptive"])
+    evaluated = ckplug.evaluate(ckplug.EvaluateParams(), {r: t["train_stats"] for r, t in trained.items()},
+                                {r: i["predictions"] for r, i in inferred.items()},
+                                {r: i["decode_stats"] for r, i in inferred.items()})
+    return {"synthesize": synth, "train": trained["0"], "infer": inferred["0"], "evaluate": evaluated,
+            "model_dir": model_dirs["0"], "params": p, "trained": trained,
+            "inferred": inferred}
 
 
 def test_stages_return_exactly_the_declared_outputs(chained: dict) -> None:
@@ -66,26 +75,58 @@ def test_synthesized_sets_separate_memorised_and_context_facts(chained: dict) ->
     assert memory == len(conflict) // 2
 
 
-def test_metrics_have_headline_targets_and_a_row_per_method_alpha(chained: dict) -> None:
-    """metrics.json is JSON-clean, has the headline keys, the targets, and table rows for every alpha, RAG, no-RAG,
-    CAD and adaptive CK-PLUG with ConR, ParR, MR, acc, tokens_per_s."""
+def test_metrics_have_headline_intervals_and_a_row_per_method_alpha(chained: dict) -> None:
+    """metrics.json is JSON-clean, has no free-form targets, its headline holds an interval over the two replicates
+    for every number (paired differences with their mdd), and table rows for every alpha, RAG, no-RAG, CAD and
+    adaptive CK-PLUG with ConR, ParR, MR, acc, tokens_per_s as intervals."""
     metrics = chained["evaluate"]["metrics"]
     json.dumps(metrics)
-    assert HEADLINE <= set(metrics["headline"])
-    assert {"mr_range", "mr_monotone", "adaptive_beats_rag", "adaptive_beats_norag"} <= set(metrics["targets"])
+    assert set(metrics) == {"headline", "table", "replicates"}
+    h = metrics["headline"]
+    assert h["replicates"] == 2
+    for key in INTERVALS | PAIRED:
+        assert h[key]["n"] == 2 and h[key]["ci95_low"] <= h[key]["mean"] <= h[key]["ci95_high"], key
+    for key in PAIRED:
+        assert "mdd" in h[key]
+    assert 0.0 <= h["mr_monotone"] <= 1.0
     keys = {(r["method"], r["alpha"]) for r in metrics["table"]}
     alphas = chained["params"]["infer"]["alphas"]
     assert keys == {("no-rag", None), ("rag", None), ("cad", None), ("ck-plug-adaptive", None)} | {("ck-plug", a) for a in alphas}
     for row in metrics["table"]:
         assert {"ConR", "ParR", "MR", "acc", "tokens_per_s"} <= set(row)
-        assert 0 <= row["MR"] <= 100
+        assert 0 <= row["MR"]["mean"] <= 100 and row["MR"]["n"] == 2
+
+
+def test_headline_intervals_are_over_the_per_replicate_values(chained: dict) -> None:
+    """Each headline interval's values are the replicates' own numbers, in replicate order; the paired differences
+    are per-replicate differences of accuracies on the same items; mr_monotone is the fraction of monotone replicates."""
+    m = chained["evaluate"]["metrics"]
+    h, per = m["headline"], m["replicates"]
+    assert list(per) == REPLICATES
+    recall = [chained["trained"][r]["train_stats"]["closed_book_recall"] for r in REPLICATES]
+    assert h["closed_book_recall"]["values"] == recall
+    assert h["mr_range"]["values"] == [per[r]["mr_alpha1"] - per[r]["mr_alpha0"] for r in REPLICATES]
+    assert h["adaptive_minus_rag"]["values"] == [per[r]["adaptive_acc"] - per[r]["rag_acc"] for r in REPLICATES]
+    assert h["adaptive_minus_norag"]["values"] == [per[r]["adaptive_acc"] - per[r]["norag_acc"] for r in REPLICATES]
+    assert h["mr_monotone"] == sum(per[r]["mr_monotone"] for r in REPLICATES) / 2
+    for r in REPLICATES:
+        mrs = list(per[r]["mr_by_alpha"].values())
+        assert per[r]["mr_monotone"] == (all(b >= a for a, b in zip(mrs, mrs[1:])) and mrs[-1] > mrs[0])
+
+
+def test_evaluate_rejects_replicates_missing_from_one_input(chained: dict) -> None:
+    """A replicate with predictions but no train stats is an error naming both lists."""
+    inferred, trained = chained["inferred"], chained["trained"]
+    with pytest.raises(ValueError, match="train_stats replicates"):
+        ckplug.evaluate(ckplug.EvaluateParams(), {"0": trained["0"]["train_stats"]},
+                        {r: i["predictions"] for r, i in inferred.items()}, {r: i["decode_stats"] for r, i in inferred.items()})
 
 
 def test_model_path_loads_a_local_checkpoint_instead_of_training(chained: dict) -> None:
     """train with model_path set to a saved checkpoint (as a real local HF model would be) uses it with 0 steps:
     same closed-book recall as the model it was saved from."""
     p = chained["params"]["train"] | {"model_path": str(chained["model_dir"]), "steps": 0}
-    again = ckplug.train(ckplug.TrainParams(**p, seed=2), chained["synthesize"]["train_rows"])
+    again = ckplug.train(ckplug.TrainParams(**p, replicate=0, seed=2), chained["synthesize"]["train_rows"])
     assert again["train_stats"]["closed_book_recall"] == chained["train"]["train_stats"]["closed_book_recall"]
     assert again["train_stats"]["model"] == str(chained["model_dir"])
 
@@ -94,4 +135,4 @@ def test_unknown_mixture_kind_is_rejected(chained: dict) -> None:
     """A mixture key that is not a training kind names the params key at fault."""
     p = chained["params"]["train"] | {"mixture": {"closed_book": 1.0, "quiz": 0.5}}
     with pytest.raises(ValueError, match="ckplug.train.mixture"):
-        ckplug.train(ckplug.TrainParams(**p, seed=2), chained["synthesize"]["train_rows"])
+        ckplug.train(ckplug.TrainParams(**p, replicate=0, seed=2), chained["synthesize"]["train_rows"])

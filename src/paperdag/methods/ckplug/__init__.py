@@ -20,7 +20,14 @@ from paperdag.methods.ckplug.decoding import (
     head_mask,
     is_conflict,
 )
-from paperdag.methods.ckplug.metrics import memory_ratio, memory_recall_table, recall
+from paperdag.methods.ckplug.metrics import (
+    is_monotone,
+    memory_ratio,
+    memory_recall_table,
+    mr_sweep,
+    recall,
+    seconds_per_token,
+)
 
 __all__ = [
     "CONFLICT_RULES",
@@ -37,8 +44,11 @@ __all__ = [
     "entropy",
     "head_mask",
     "is_conflict",
+    "is_monotone",
     "memory_ratio",
     "memory_recall_table",
+    "mr_sweep",
     "parametric_prompt",
     "recall",
+    "seconds_per_token",
 ]

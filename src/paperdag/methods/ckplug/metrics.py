@@ -52,3 +52,27 @@ def memory_recall_table(predictions: pl.DataFrame, runs: list[dict]) -> list[dic
             "tokens_per_s": tokens / seconds if seconds else None,
         })
     return rows
+
+
+def mr_sweep(table: list[dict]) -> tuple[list[float], list[float]]:
+    """CK-PLUG's (alphas, MRs) from a memory_recall_table, by increasing alpha; the sweep must span alpha 0 to 1."""
+    ck = sorted((r for r in table if r["method"] == "ck-plug"), key=lambda r: r["alpha"])
+    alphas = [r["alpha"] for r in ck]
+    if len(ck) < 2 or alphas[0] != 0.0 or alphas[-1] != 1.0:
+        raise ValueError(f"params.yaml ckplug.infer.alphas must include 0.0 and 1.0 (the ends of the MR range), got {alphas}")
+    return alphas, [r["MR"] for r in ck]
+
+
+def is_monotone(mrs: list[float]) -> bool:
+    """MR rises with alpha: non-decreasing at every step of the sweep and MR(1) > MR(0) (a flat sweep controls
+    nothing, so it does not count as monotone)."""
+    return all(b >= a for a, b in zip(mrs, mrs[1:])) and mrs[-1] > mrs[0]
+
+
+def seconds_per_token(runs: list[dict], method: str) -> float:
+    """Decoding seconds per generated token of one method over all its runs (every alpha, both sets)."""
+    mine = [r for r in runs if r["method"] == method]
+    tokens = sum(r["new_tokens"] for r in mine)
+    if not mine or tokens == 0:
+        raise ValueError(f"decode_stats: no generated tokens recorded for method '{method}'")
+    return sum(r["seconds"] for r in mine) / tokens
