@@ -79,6 +79,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         print("dvc.yaml is up to date" if current else "dvc.yaml written")
         return 0
     if args.command == "stage":
+        from paperdag.engine import numerics
+        from paperdag.engine.params import load_params
+
+        # the libraries read their kernel and thread settings when they load: fix them before anything imports them
+        numerics.ensure(numerics.from_params(load_params(root)), ["stage", args.address])
         from paperdag.engine.runner import run_stage
 
         run_stage(root, args.address)

@@ -20,11 +20,14 @@ from typing import Any, Callable, get_type_hints
 from paperdag.engine import artifacts
 from paperdag.engine.errors import StageError
 from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place, tmp_sibling
+from paperdag.engine.numerics import Numerics, apply_in_process, from_params
+from paperdag.engine.numerics import tags as numerics_tags
 from paperdag.engine.params import build, collect, load_params, stage_seed
 from paperdag.engine.spec import Project, Stage, load_project
 
 
-def seed_everything(seed: int) -> None:
+def seed_everything(seed: int, numerics: Numerics | None = None) -> None:
+    """Seed random, numpy and (when the stage imported it) torch; apply the numerics' in-process settings."""
     random.seed(seed)
     try:
         import numpy as np
@@ -37,6 +40,8 @@ def seed_everything(seed: int) -> None:
 
         torch.manual_seed(seed)
         torch.use_deterministic_algorithms(True, warn_only=True)
+    if numerics is not None:
+        apply_in_process(numerics)
 
 
 def _importable(root: Path) -> None:
@@ -98,7 +103,8 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         for a in stage.outputs.values():
             remove_stale_tmp((root / a.path).parent)
         dep_md5 = {path: dvc_md5(root / path) for path in stage.dep_paths if (root / path).exists()}
-        seed_everything(seed)
+        numerics = from_params(params)
+        seed_everything(seed, numerics)
 
         def read(path: str) -> Any:
             return artifacts.read(project.producers[path].output_at(path).type, root / path)
@@ -123,7 +129,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
     elapsed = time.perf_counter() - t_call  # the stage function and writing its outputs
     run = pending.handle()
     run.log_params(vars(kwargs["params"]))
-    run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()})
+    run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()} | numerics_tags(numerics))
     run.log_metrics({"paperdag.stage_seconds": elapsed})
     for a in stage.outputs.values():
         if a.kind == "metric":

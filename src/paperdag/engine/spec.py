@@ -19,6 +19,7 @@ from typing import Any, Literal
 import networkx as nx
 import yaml
 
+from paperdag.engine import numerics
 from paperdag.engine.errors import SpecError
 from paperdag.engine.params import load_params, lookup
 
@@ -361,6 +362,7 @@ def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> A
 
 
 def _validate(project: Project, params: dict[str, Any]) -> None:
+    numerics.from_params(params)  # base.numerics must be complete before any stage can run under it
     producers: dict[str, tuple[Pipeline, Stage, str]] = {}
     for p in project.pipelines.values():
         for s in p.stages.values():
