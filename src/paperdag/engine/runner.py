@@ -69,6 +69,8 @@ def stage_function(project: Project, stage: Stage) -> Callable[..., dict[str, An
 
 def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Callable[..., Any], dict[str, Any], int]:
     """The stage function, its keyword arguments except inputs' values (typed params), and its seed."""
+    if stage.builtin:
+        return _claims_function(project, stage), {}, stage_seed(params, stage.address)
     fn = stage_function(project, stage)
     sig = inspect.signature(fn)
     expected = set(stage.deps) | set(stage.gathers) | {"params"}
@@ -82,6 +84,19 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     seed = stage_seed(params, stage.address)
     typed = build(cls, collect(params, stage.params), seed, stage.address, stage.item)
     return fn, {"params": typed}, seed
+
+
+def _claims_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:
+    """The engine's claims stage: judge the pipeline's declared claims on the metric files it reads."""
+    from paperdag.engine import claims
+
+    p = project.pipelines[stage.pipeline]
+
+    def judge(**metrics: Any) -> dict[str, Any]:
+        judged = claims.judge_all(p.file, p.claims, {stage.deps[name]: data for name, data in metrics.items()})
+        return {"claims": claims.document(judged)}
+
+    return judge
 
 
 def run_stage(root: Path | str, address: str) -> dict[str, str]:
@@ -128,7 +143,12 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         raise
     elapsed = time.perf_counter() - t_call  # the stage function and writing its outputs
     run = pending.handle()
-    run.log_params(vars(kwargs["params"]))
+    if "params" in kwargs:
+        run.log_params(vars(kwargs["params"]))
+    if stage.builtin:
+        from paperdag.engine.claims import run_tags
+
+        run.set_tags(run_tags(result["claims"]["claims"]))
     run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()} | numerics_tags(numerics))
     run.log_metrics({"paperdag.stage_seconds": elapsed})
     for a in stage.outputs.values():
