@@ -31,6 +31,7 @@ SMOKE_OVERRIDES = [  # a world of 12 people and two 1-layer models trained 60 st
 REPLICATES = ["0", "1"]
 INTERVAL_KEYS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_rag", "adaptive_acc", "rag_acc", "norag_acc",
                  "decode_cost_ratio", "adaptive_minus_rag", "adaptive_minus_norag"}
+CLAIMS = {"mr_range_wide", "mr_monotone", "adaptive_beats_rag", "adaptive_beats_norag", "decode_cost", "task_learnable"}
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +42,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_repro_runs_every_stage_and_replicate_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
-    """One `dvc repro` runs synthesize, train and infer once per replicate, and evaluate, and leaves every declared
-    output: each replicate's model directory reloads with transformers, and the plots are PNGs."""
+    """One `dvc repro` runs synthesize, train and infer once per replicate, evaluate and the engine's claims stage, and
+    leaves every declared output: each replicate's model directory reloads with transformers, the plots are PNGs,
+    claims.json judges every declared claim."""
     repo, output = built
-    assert sorted(stages_run(output)) == sorted(["ckplug-evaluate", "ckplug-synthesize",
+    assert sorted(stages_run(output)) == sorted(["ckplug-evaluate", "ckplug-synthesize", "ckplug-claims",
                                                  *(f"ckplug-{s}@{r}" for s in ("train", "infer") for r in REPLICATES)])
     assert missing_outputs(repo, "ckplug") == []
     for r in REPLICATES:
         assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (repo / f"data/ckplug/model/{r}").iterdir()}
         assert (repo / f"data/ckplug/plots/loss_curve/{r}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (repo / "data/ckplug/plots/mr_vs_alpha.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    judged = json.loads((repo / "data/ckplug/claims.json").read_text())["claims"]
+    assert set(judged) == CLAIMS and all(c["status"] != "missing" for c in judged.values())
 
 
 def test_replicates_are_different_models_decoding_the_same_items(built: tuple[Path, str]) -> None:
@@ -106,8 +110,6 @@ def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:
 # would produce them (an oracle: the claim's mean must then pass), and with the method's output replaced by its
 # strongest baseline's (the claim must then not be held). `paperdag stage ckplug:evaluate` recomputes metrics.json
 # from the rewritten inputs; paperdag.engine.claims judges it.
-
-CLAIMS = {"mr_range_wide", "mr_monotone", "adaptive_beats_rag", "adaptive_beats_norag", "decode_cost", "task_learnable"}
 
 
 @pytest.fixture(scope="module")
