@@ -330,6 +330,6 @@ def _mr_plot(per: dict[str, dict]) -> Figure:
     ax.set_xticks(alphas)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    band = "band: 95 % t interval, thin lines: replicates" if len(tables) > 1 else "one replicate: no interval"
-    ax.set_title(f"MR = ParR / (ParR + ConR) vs alpha, {len(tables)} replicates ({band})", fontsize=9, loc="left")
+    band = "band: 95 % t interval of the mean, thin lines: each replicate" if len(tables) > 1 else "one replicate: no interval"
+    ax.set_title(f"MR = ParR / (ParR + ConR) vs alpha, mean of {len(tables)} replicates\n({band})", fontsize=9, loc="left")
     return fig
