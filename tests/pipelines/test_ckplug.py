@@ -213,32 +213,42 @@ def test_every_claim_can_hold_under_oracle_inputs(claims_repo: Path) -> None:
         assert claims[name]["status"] in ("held", "within_noise"), (name, claims[name])
 
 
-@pytest.mark.parametrize(("swap", "failing"), [
-    ("adaptive_by_rag", {"adaptive_beats_rag"}),
-    ("adaptive_by_norag", {"adaptive_beats_norag"}),
-    ("alpha_sweep_constant", {"mr_range_wide", "mr_monotone"}),
-    ("untrained_recall", {"task_learnable"}),
-    ("three_passes_per_token", {"decode_cost"}),
-])
-def test_claim_is_not_held_when_the_method_output_is_the_baselines(claims_repo: Path, swap: str, failing: set[str]) -> None:
+# each swap replaces one method output by its strongest baseline's, and the claims it must break. Swaps touching
+# different inputs (rows of other methods, other files) are judged in one evaluate rerun (each costs ~40 s here);
+# adaptive CK-PLUG's rows are replaced by RAG's in one rerun and by no-RAG's in the other.
+SWAPS = {
+    "adaptive_by_rag": ({"adaptive_beats_rag"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "rag")),
+    "adaptive_by_norag": ({"adaptive_beats_norag"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "no-rag")),
+    "alpha_sweep_constant": ({"mr_range_wide", "mr_monotone"}, lambda repo: _replace_predictions(repo, ["ck-plug"], "rag")),
+    "untrained_recall": ({"task_learnable"}, lambda repo: _set_recall(repo, 0.0)),
+    "three_passes_per_token": ({"decode_cost"}, lambda repo: _set_cost_ratio(repo, 3.0)),
+}
+
+
+@pytest.mark.parametrize("swaps", [["adaptive_by_rag", "alpha_sweep_constant", "untrained_recall", "three_passes_per_token"],
+                                   ["adaptive_by_norag"]], ids=["rag-sweep-recall-cost", "norag"])
+def test_claim_is_not_held_when_the_method_output_is_the_baselines(claims_repo: Path, swaps: list[str]) -> None:
     """Starting from the oracle inputs (every claim passes), replacing the method's output by its strongest baseline's
     makes exactly the claims about that output not held: adaptive CK-PLUG's predictions by RAG's (or no-RAG's), every
     alpha of the CK-PLUG sweep by RAG's (a constant: no knob), closed-book recall by an untrained model's (0), CK-PLUG's
-    decoding time by three plain passes per token."""
-    edits = {
-        "adaptive_by_rag": lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "rag"),
-        "adaptive_by_norag": lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "no-rag"),
-        "alpha_sweep_constant": lambda repo: _replace_predictions(repo, ["ck-plug"], "rag"),
-        "untrained_recall": lambda repo: _set_recall(repo, 0.0),
-        "three_passes_per_token": lambda repo: _set_cost_ratio(repo, 3.0),
-    }
+    decoding time by three plain passes per token. Claims whose inputs no swap touches stay held."""
+    failing = set().union(*(SWAPS[s][0] for s in swaps))
+    # claims on adaptive CK-PLUG's accuracy both change when its predictions are swapped (by RAG's, the adaptive
+    # model may also fall to no-RAG's accuracy): only the targeted one is asserted
+    touched = failing | ({"adaptive_beats_rag", "adaptive_beats_norag"} if failing & {"adaptive_beats_rag", "adaptive_beats_norag"} else set())
 
     def edit(repo: Path) -> None:
         _oracle(repo)
-        edits[swap](repo)
+        for s in swaps:
+            SWAPS[s][1](repo)
 
     claims = _judge(claims_repo, edit)
     for name in failing:
         assert claims[name]["status"] == "not_held", (name, claims[name])
-    for name in CLAIMS - failing - {"adaptive_beats_rag", "adaptive_beats_norag"}:
+    for name in CLAIMS - touched:
         assert claims[name]["status"] == "held", (name, claims[name])
+
+
+def test_every_claim_has_a_swap_that_breaks_it() -> None:
+    """No declared claim holds whatever the method outputs: each is named by a baseline swap above."""
+    assert set().union(*(claims for claims, _ in SWAPS.values())) == CLAIMS
