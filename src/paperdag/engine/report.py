@@ -32,6 +32,10 @@ def _fmt(v: Any) -> str:
         return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.4g}"
+    if isinstance(v, dict) and "mean" in v and "ci95_low" in v:  # an interval from paperdag.stats
+        if v["ci95_low"] is None:
+            return f"{_fmt(v['mean'])} (n={v.get('n')})"
+        return f"{_fmt(v['mean'])} [{_fmt(v['ci95_low'])}, {_fmt(v['ci95_high'])}] (n={v.get('n')})"
     if isinstance(v, (dict, list)):
         return json.dumps(v)
     return str(v)

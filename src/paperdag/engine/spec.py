@@ -9,6 +9,7 @@ params key exists, every stage function exists in stages/<pipeline>.py.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, field, replace
@@ -180,7 +181,28 @@ def load_project(root: Path | str, params: dict[str, Any] | None = None) -> Proj
         project.pipelines[p.name] = p
     _resolve_gathers(project)
     _validate(project, params)
+    _claims_volatile(project)
     return project
+
+
+def _claims_volatile(project: Project) -> None:
+    """A claim on a volatile value (a timing) is volatile in claims.json too, and so are the status counts."""
+    for p in project.pipelines.values():
+        stage = p.stages.get(CLAIMS_STAGE)
+        if stage is None or not stage.builtin:
+            continue
+        patterns = []
+        for c in p.claims.values():
+            producer = project.producers[c.metric_path]
+            key = f"{producer.output_at(c.metric_path).name}.{c.metric_key}"
+            if any(fnmatch.fnmatchcase(k, v) for k in (key, f"{key}.mean") for v in producer.volatile):
+                patterns.append(f"claims.claims.{c.name}")
+        if patterns:
+            patterns.append("claims.summary")
+            p.stages[CLAIMS_STAGE] = replace(stage, volatile=tuple(patterns))
+            project.__dict__.pop("stages", None)  # cached views are rebuilt with the new stage
+            project.__dict__.pop("producers", None)
+            project.__dict__.pop("graph", None)
 
 
 def _read_yaml(path: Path, root: Path) -> Any:
