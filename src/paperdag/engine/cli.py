@@ -49,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("target", metavar="PIPELINE[:STAGE]")
     v.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance for float tensors and JSON numbers")
     v.add_argument("--json", action="store_true")
+    cl = sub.add_parser("claims", help="judge the pipelines' declared claims on their metrics: held, not held, within noise")
+    cl.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline with claims")
+    cl.add_argument("--check", action="store_true", help="exit 1 unless every claim is held")
+    out = cl.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--markdown", action="store_true")
+    out.add_argument("--readme", action="store_true", help="write each pipeline's table into README.md's claims block")
     sub.add_parser("list", help="pipelines and stages, stale or up to date")
     rep = sub.add_parser("report", help="write report/index.html and report/README.md")
     rep.add_argument("--out", default="report")
@@ -79,6 +86,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         print("dvc.yaml is up to date" if current else "dvc.yaml written")
         return 0
     if args.command == "stage":
+        from paperdag.engine import numerics
+        from paperdag.engine.params import load_params
+
+        # the libraries read their kernel and thread settings when they load: fix them before anything imports them
+        numerics.ensure(numerics.from_params(load_params(root)), ["stage", args.address])
         from paperdag.engine.runner import run_stage
 
         run_stage(root, args.address)
@@ -120,6 +132,27 @@ def _dispatch(args: argparse.Namespace) -> int:
         results = verify.verify(root, args.target, rtol=args.rtol)
         print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
+    if args.command == "claims":
+        from paperdag.engine import claims
+        from paperdag.engine.spec import load_project
+
+        project = load_project(root)
+        names = args.pipelines or [n for n, p in sorted(project.pipelines.items()) if p.claims]
+        judged = {n: claims.evaluate_pipeline(root, n) for n in names}
+        if args.json:
+            print(json.dumps(judged, indent=2))
+        elif args.readme:
+            cols = ["claim", "value", "95% interval", "n", "test", "baseline", "status"]
+            tables = {n: claims.table(claims.rows(n, j), markdown=True, columns=cols) for n, j in judged.items()}
+            written = claims.update_readme(root / "README.md", tables)
+            print(f"README.md: claims tables of {', '.join(written) or 'no pipeline'} written")
+        else:
+            print(claims.table([r for n, j in judged.items() for r in claims.rows(n, j)], markdown=args.markdown))
+        failing = [f"{n}.{c}" for n, j in judged.items() for c, e in j.items() if e["status"] != "held"]
+        if args.check and failing:
+            print(f"paperdag: {len(failing)} claim(s) not held: {', '.join(failing)}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "list":
         from paperdag.engine.status import format_status, status
 

@@ -9,6 +9,7 @@ import yaml
 
 from paperdag.engine.codedeps import code_deps
 from paperdag.engine.fsutil import atomic_write_text
+from paperdag.engine.numerics import KEY as NUMERICS_KEY
 from paperdag.engine.params import load_params
 from paperdag.engine.spec import Matrix, Project, Stage, param_paths
 
@@ -24,8 +25,10 @@ def stage_entry(project: Project, params: dict[str, Any], stage: Stage) -> dict[
         entry["desc"] = stage.description
     module_file = project.pipelines[stage.pipeline].module_file
     files = {path for key in stage.path_params for path in param_paths(params, key)}
-    entry["deps"] = code_deps(project.root, module_file) + sorted(set(stage.dep_paths) | files)
-    entry["params"] = ["base.seed", *stage.params]
+    # the claims stage's "code" is the pipeline file that declares the claims
+    code = [project.pipelines[stage.pipeline].file] if stage.builtin else code_deps(project.root, module_file)
+    entry["deps"] = code + sorted(set(stage.dep_paths) | files)
+    entry["params"] = ["base.seed", NUMERICS_KEY, *stage.params]
     for kind, section in (("out", "outs"), ("metric", "metrics"), ("plot", "plots")):
         paths = [a.path for a in stage.outputs.values() if a.kind == kind]
         if paths:

@@ -20,11 +20,14 @@ from typing import Any, Callable, get_type_hints
 from paperdag.engine import artifacts
 from paperdag.engine.errors import StageError
 from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place, tmp_sibling
+from paperdag.engine.numerics import Numerics, apply_in_process, from_params
+from paperdag.engine.numerics import tags as numerics_tags
 from paperdag.engine.params import build, collect, load_params, stage_seed
 from paperdag.engine.spec import Project, Stage, load_project
 
 
-def seed_everything(seed: int) -> None:
+def seed_everything(seed: int, numerics: Numerics | None = None) -> None:
+    """Seed random, numpy and (when the stage imported it) torch; apply the numerics' in-process settings."""
     random.seed(seed)
     try:
         import numpy as np
@@ -37,6 +40,8 @@ def seed_everything(seed: int) -> None:
 
         torch.manual_seed(seed)
         torch.use_deterministic_algorithms(True, warn_only=True)
+    if numerics is not None:
+        apply_in_process(numerics)
 
 
 def _importable(root: Path) -> None:
@@ -64,6 +69,8 @@ def stage_function(project: Project, stage: Stage) -> Callable[..., dict[str, An
 
 def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Callable[..., Any], dict[str, Any], int]:
     """The stage function, its keyword arguments except inputs' values (typed params), and its seed."""
+    if stage.builtin:
+        return _claims_function(project, stage), {}, stage_seed(params, stage.address)
     fn = stage_function(project, stage)
     sig = inspect.signature(fn)
     expected = set(stage.deps) | set(stage.gathers) | {"params"}
@@ -77,6 +84,19 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     seed = stage_seed(params, stage.address)
     typed = build(cls, collect(params, stage.params), seed, stage.address, stage.item)
     return fn, {"params": typed}, seed
+
+
+def _claims_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:
+    """The engine's claims stage: judge the pipeline's declared claims on the metric files it reads."""
+    from paperdag.engine import claims
+
+    p = project.pipelines[stage.pipeline]
+
+    def judge(**metrics: Any) -> dict[str, Any]:
+        judged = claims.judge_all(p.file, p.claims, {stage.deps[name]: data for name, data in metrics.items()})
+        return {"claims": claims.document(judged)}
+
+    return judge
 
 
 def run_stage(root: Path | str, address: str) -> dict[str, str]:
@@ -98,7 +118,8 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         for a in stage.outputs.values():
             remove_stale_tmp((root / a.path).parent)
         dep_md5 = {path: dvc_md5(root / path) for path in stage.dep_paths if (root / path).exists()}
-        seed_everything(seed)
+        numerics = from_params(params)
+        seed_everything(seed, numerics)
 
         def read(path: str) -> Any:
             return artifacts.read(project.producers[path].output_at(path).type, root / path)
@@ -122,8 +143,13 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         raise
     elapsed = time.perf_counter() - t_call  # the stage function and writing its outputs
     run = pending.handle()
-    run.log_params(vars(kwargs["params"]))
-    run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()})
+    if "params" in kwargs:
+        run.log_params(vars(kwargs["params"]))
+    if stage.builtin:
+        from paperdag.engine.claims import run_tags
+
+        run.set_tags(run_tags(result["claims"]["claims"]))
+    run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()} | numerics_tags(numerics))
     run.log_metrics({"paperdag.stage_seconds": elapsed})
     for a in stage.outputs.values():
         if a.kind == "metric":

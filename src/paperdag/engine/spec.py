@@ -19,6 +19,9 @@ from typing import Any, Literal
 import networkx as nx
 import yaml
 
+from paperdag.engine import numerics
+from paperdag.engine.claims import Claim, claims_path
+from paperdag.engine.claims import parse as parse_claims
 from paperdag.engine.errors import SpecError
 from paperdag.engine.params import load_params, lookup
 
@@ -36,7 +39,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ITEM = re.compile(r"\$\{item\.([^}]*)\}")
 _PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.]+$")
-_PIPELINE_KEYS = {"description", "stages"}
+_PIPELINE_KEYS = {"description", "stages", "claims"}
 _STAGE_KEYS = {"description", "function", "matrix", "deps", "params", "path_params", "outs", "metrics", "plots", "volatile"}
 _KIND_OF_SECTION: dict[str, ArtifactKind] = {"outs": "out", "metrics": "metric", "plots": "plot"}
 
@@ -64,6 +67,8 @@ class Stage:
     description: str = ""
     item: dict[str, str | int] = field(default_factory=dict)  # a matrix element's values ({} outside a matrix)
     gathers: dict[str, dict[str, str]] = field(default_factory=dict)  # input name -> {element key: path}
+    builtin: bool = False  # the engine's own claims stage (paperdag.engine.claims), not a function in stages/
+
 
     @property
     def dep_paths(self) -> list[str]:
@@ -82,7 +87,7 @@ class Stage:
 
     @property
     def module(self) -> str:
-        return f"stages.{self.pipeline}"
+        return "paperdag.engine.claims" if self.builtin else f"stages.{self.pipeline}"
 
     def output_at(self, path: str) -> Artifact:
         return next(a for a in self.outputs.values() if a.path == path)
@@ -104,6 +109,7 @@ class Pipeline:
     description: str
     stages: dict[str, Stage]
     matrices: dict[str, Matrix] = field(default_factory=dict)
+    claims: dict[str, Claim] = field(default_factory=dict)
 
     @property
     def module_file(self) -> str:
@@ -208,7 +214,25 @@ def _parse_pipeline(file: str, doc: Any, params: dict[str, Any]) -> Pipeline:
             stages.update({s.name: s for s in m.elements.values()})
         else:
             stages[sname] = _parse_stage(file, name, str(sname), sdoc)
-    return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages, matrices=matrices)
+    claims = parse_claims(file, doc.get("claims"))
+    if claims:
+        if CLAIMS_STAGE in stages:
+            raise SpecError(file, f"stages.{CLAIMS_STAGE}", "this name is the engine's stage for the pipeline's claims")
+        stages[CLAIMS_STAGE] = _claims_stage(name, claims)
+    return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages, matrices=matrices,
+                    claims=claims)
+
+
+CLAIMS_STAGE = "claims"
+
+
+def _claims_stage(pipeline: str, claims: dict[str, Claim]) -> Stage:
+    """The engine's stage judging a pipeline's claims: reads the metric files they name, writes claims.json."""
+    paths = sorted({c.metric_path for c in claims.values()})
+    out = Artifact(name="claims", path=claims_path(pipeline), kind="metric", type="json")
+    return Stage(pipeline=pipeline, name=CLAIMS_STAGE, function="judge", deps={f"metrics_{i}": p for i, p in enumerate(paths)},
+                 params=(), outputs={"claims": out}, builtin=True,
+                 description="judge the claims declared in the pipeline file on its metrics")
 
 
 def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], params: dict[str, Any]) -> Matrix:
@@ -361,6 +385,7 @@ def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> A
 
 
 def _validate(project: Project, params: dict[str, Any]) -> None:
+    numerics.from_params(params)  # base.numerics must be complete before any stage can run under it
     producers: dict[str, tuple[Pipeline, Stage, str]] = {}
     for p in project.pipelines.values():
         for s in p.stages.values():
@@ -375,6 +400,11 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
                         raise SpecError(p.file, key, f"{a.path} overlaps {path}, an output of another stage")
                 producers[a.path] = (p, s, key)
     for p in project.pipelines.values():
+        for c in p.claims.values():
+            producer = producers.get(c.metric_path)
+            if producer is None or producer[0] is not p or producer[1].output_at(c.metric_path).kind != "metric":
+                raise SpecError(p.file, f"claims.{c.name}.metric",
+                                f"{c.metric_path} is not a metrics file declared by a stage of this pipeline")
         for s in p.stages.values():
             for dname, path in s.deps.items():
                 if path not in producers:
@@ -404,7 +434,7 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
         module = project.root / p.module_file
         defined = _top_level_functions(module)
         for s in p.stages.values():
-            if s.function not in defined:
+            if not s.builtin and s.function not in defined:
                 why = "does not exist" if module.exists() else f"{p.module_file} does not exist"
                 raise SpecError(p.file, f"stages.{s.name}", f"stage function {p.module_file}:{s.function} {why}")
 
