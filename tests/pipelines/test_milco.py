@@ -60,18 +60,19 @@ def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Pat
     assert (repo / "data/milco/plots/pruning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_headline_targets_and_table(built: tuple[Path, str]) -> None:
-    """metrics.json carries the headline keys, one target entry per milco.md target, and a table row per method and
-    pruning level with nDCG@10 in [0, 1]; pruning never adds active dimensions."""
+def test_headline_and_table(built: tuple[Path, str]) -> None:
+    """metrics.json carries the headline keys the claims read (each difference = method - baseline; no free-form
+    targets block), and a table row per method and pruning level with nDCG@10 in [0, 1]; pruning never adds active
+    dimensions."""
     metrics = json.loads((built[0] / "data/milco/metrics.json").read_text())
     headline, table = metrics["headline"], metrics["table"]
     assert HEADLINE_KEYS <= set(headline)
-    assert set(metrics["targets"]) >= {"milco_over_bm25", "milco_over_dense", "echo_gain_propernoun",
-                                       "index_size_ratio_dense_over_milco", "latency_ratio_dense_over_milco", "ndcg10_milco_minus_bm25",
-                 "ndcg10_milco_minus_dense", "ndcg10_milco_minus_no_echo_propernoun", "ndcg10_milco_pruned_minus_dense"}
-CLAIMS = {"beats_bm25_crosslingual", "beats_dense_crosslingual", "lexecho_helps_proper_nouns", "about_30_active_dims",
-          "pruned_index_5x_smaller", "pruned_search_faster", "pruned_beats_dense"}
-    assert all({"value", "target", "met"} <= set(t) for t in metrics["targets"].values())
+    assert "targets" not in metrics
+    h = headline
+    assert h["ndcg10_milco_minus_bm25"] == pytest.approx(h["ndcg10_milco"] - h["ndcg10_bm25"])
+    assert h["ndcg10_milco_minus_dense"] == pytest.approx(h["ndcg10_milco"] - h["ndcg10_dense"])
+    assert h["ndcg10_milco_minus_no_echo_propernoun"] == pytest.approx(h["ndcg10_milco_propernoun"] - h["ndcg10_no_echo"])
+    assert h["ndcg10_milco_pruned_minus_dense"] == pytest.approx(h["ndcg10_milco_pruned"] - h["ndcg10_dense"])
     rows = {(r["variant"], r["rho"]) for r in table}
     expected = {(v, rho) for v in ("milco", "no_echo", "no_connector", "no_align") for rho in (0.4, 1.0)}
     assert rows == expected | {("dense", None), ("bm25", None), ("translate_bm25", None)}
