@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="rerun stages in a scratch workspace and compare outputs")
     v.add_argument("target", metavar="PIPELINE[:STAGE]")
     v.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance for float tensors and JSON numbers")
+    v.add_argument("--against-lock", action="store_true",
+                   help="compare with the md5s dvc.lock records (what a fresh clone checks), rebuilding missing inputs")
     v.add_argument("--json", action="store_true")
     cl = sub.add_parser("claims", help="judge the pipelines' declared claims on their metrics: held, not held, within noise")
     cl.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline with claims")
@@ -129,7 +131,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "verify":
         from paperdag.engine import verify
 
-        results = verify.verify(root, args.target, rtol=args.rtol)
+        if args.against_lock:
+            results = verify.verify_against_lock(root, args.target)
+        else:
+            results = verify.verify(root, args.target, rtol=args.rtol)
         print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
     if args.command == "claims":

@@ -1,8 +1,9 @@
 """`paperdag report`: one HTML page and one Markdown file with every pipeline's results.
 
-Per pipeline: the `headline` block of each metrics file, its `targets` block, its `table` block (the method
-against its baselines), its plots, and the lineage header (git commit, the MLflow runs that wrote them).
-Metrics files are plain JSON dicts; the three blocks are conventions the report renders when present.
+Per pipeline: its declared claims judged on its metrics (held / not held / within noise, with intervals), the
+`headline` block of each metrics file, its `table` block (the method against its baselines), its plots, and the
+lineage header (git commit, the MLflow runs that wrote them). Metrics files are plain JSON dicts; the two blocks
+are conventions the report renders when present.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from paperdag.engine import dvc
+from paperdag.engine import claims, dvc
+from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import atomic_write_text, dvc_md5
 from paperdag.engine.spec import load_project
 
@@ -87,7 +89,12 @@ def collect(root: Path) -> dict[str, Any]:
                     metrics.append({**entry, "data": json.loads(path.read_text())})
                 else:
                     plots.append(entry)
-        pipelines.append({"name": name, "description": p.description, "metrics": metrics, "plots": plots, "runs": run_ids})
+        try:
+            judged = claims.rows(name, claims.evaluate_pipeline(root, name)) if p.claims else []
+        except PaperdagError as e:  # a claim naming a key the metrics file lacks: shown, not fatal to the report
+            judged = [{"claim": "(error)", "status": str(e)}]
+        pipelines.append({"name": name, "description": p.description, "claims": judged, "metrics": metrics,
+                          "plots": plots, "runs": run_ids})
     return {"commit": commit or "none", "pipelines": pipelines}
 
 
@@ -105,6 +112,11 @@ def write_report(root: Path, out: Path) -> tuple[Path, Path]:
         if not p["metrics"] and not p["plots"]:
             h.append("<p class=bad>no results yet: run <code>dvc repro</code> or <code>paperdag run " + html.escape(p["name"]) + "</code></p>")
             md += [f"No results yet: run `dvc repro` or `paperdag run {p['name']}`.", ""]
+        if p["claims"]:
+            rows = [{k: v for k, v in r.items() if k != "pipeline"} for r in p["claims"]]
+            h += ["<h3>claims</h3>", _html_table(rows).replace("<td>held</td>", "<td class=ok>held</td>")
+                  .replace("<td>not held</td>", "<td class=bad>not held</td>")]
+            md += ["### claims", "", _md_table(rows)]
         runs = ", ".join(f"{k}: {v}" for k, v in p["runs"].items()) or "none recorded"
         h.append(f"<p class=meta>MLflow runs: {html.escape(runs)}</p>")
         md += [f"MLflow runs: {runs}", ""]
@@ -112,7 +124,7 @@ def write_report(root: Path, out: Path) -> tuple[Path, Path]:
             stale = "" if m["in_dvc_lock"] else " (not the version recorded in dvc.lock)"
             h.append(f"<h3>{html.escape(m['path'])}</h3><p class=meta>{html.escape(m['stage'])}, md5 {m['md5']}{stale}</p>")
             md += [f"### {m['path']}", "", f"{m['stage']}, md5 `{m['md5']}`{stale}", ""]
-            blocks = [(k, m["data"].get(k)) for k in ("headline", "targets", "table")]
+            blocks = [(k, m["data"].get(k)) for k in ("headline", "table")]
             if not any(b for _, b in blocks):
                 blocks = [("metrics", m["data"])]
             for title, block in blocks:
@@ -137,6 +149,9 @@ def summary(root: Path) -> str:
     """Every pipeline's headline block as plain text (what `make repro` prints at the end)."""
     lines = []
     for p in collect(root)["pipelines"]:
+        if p["claims"]:
+            counts = {st: sum(r.get("status") == st for r in p["claims"]) for st in ("held", "within noise", "not held", "missing")}
+            lines.append(f"{p['name']} claims: " + ", ".join(f"{n} {st}" for st, n in counts.items() if n))
         for m in p["metrics"]:
             headline = m["data"].get("headline")
             if isinstance(headline, dict):

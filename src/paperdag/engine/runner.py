@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, get_type_hints
 
-from paperdag.engine import artifacts
+from paperdag.engine import artifacts, stable
 from paperdag.engine.errors import StageError
 from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place, tmp_sibling
 from paperdag.engine.numerics import Numerics, apply_in_process, from_params
@@ -132,6 +132,8 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         t_call = time.perf_counter()
         result = fn(**kwargs)
         out_md5 = _write_outputs(root, stage, result)
+        stable.record(root, {a.path: (out_md5[a.path], d) for a in stage.outputs.values()
+                             if (d := stable.digest(a, root / a.path, stage.volatile)) is not None})
     except BaseException as e:
         _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e}")
         try:

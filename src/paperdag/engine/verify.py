@@ -1,4 +1,5 @@
-"""`paperdag verify`: rerun stages in a scratch copy of the workspace and compare every output with the current one.
+"""`paperdag verify`: rerun stages in a scratch copy of the workspace and compare every output with the current one,
+or (`--against-lock`) with the md5 dvc.lock records, which is what a fresh clone on another machine can check.
 
 Outputs are reproduced bit for bit, or within a stated relative tolerance for floats (tensors, JSON numbers,
 float table columns). A stage's `volatile` patterns ("<output>" or "<output>.<key path or column>", fnmatch)
@@ -7,7 +8,6 @@ name values that legitimately differ between runs (wall times); they are listed,
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import shutil
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from paperdag.engine import dvc, stable
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.params import load_params
@@ -60,6 +61,18 @@ def verify(root: Path, target: str, rtol: float = 1e-6) -> list[dict[str, Any]]:
             if not (root / a.path).exists():
                 raise PaperdagError(f"{a.path} ({s.address}) does not exist: run the pipeline before verifying it")
     results: list[dict[str, Any]] = []
+
+    def check(s: Stage, scratch: Path) -> None:
+        for a in s.outputs.values():
+            results.append({"stage": s.address, "output": a.name, "path": a.path,
+                            **compare(a, root / a.path, scratch / a.path, s.volatile, rtol)})
+
+    _rerun(root, stages, check)
+    return results
+
+
+def _rerun(root: Path, stages: list[Stage], check: Any) -> None:
+    """Run `stages` in order in a scratch copy of the workspace; call check(stage, scratch) after each."""
     with tempfile.TemporaryDirectory(prefix="paperdag-verify-") as tmp:
         scratch = Path(tmp)
         _workspace_copy(root, scratch, stages)
@@ -69,14 +82,93 @@ def verify(root: Path, target: str, rtol: float = 1e-6) -> list[dict[str, Any]]:
             r = subprocess.run([sys.executable, "-m", "paperdag", "stage", s.address], cwd=scratch, env=env)
             if r.returncode != 0:
                 raise PaperdagError(f"verify: stage {s.address} failed in the scratch workspace (exit {r.returncode})")
-            for a in s.outputs.values():
-                results.append({"stage": s.address, "output": a.name, "path": a.path,
-                                **compare(a, root / a.path, scratch / a.path, s.volatile, rtol)})
+            check(s, scratch)
+
+
+def _lock_entries(root: Path) -> dict[str, dict[str, Any]]:
+    return dvc.lock(root).get("stages") or {}
+
+
+def _lock_drift(root: Path, stages: list[Stage], lock: dict[str, Any], produced: set[str]) -> dict[str, str]:
+    """Stages that dvc.lock does not describe as declared now (command, params or code changed), with why. Data
+    inputs and outputs absent from this checkout (a fresh clone) are not drift: the rerun makes them."""
+    names = [s.dvc_name for s in stages]
+    drift = {n: "not in dvc.lock" for n in names if n not in lock}
+    status = json.loads(dvc.dvc(root, "status", "--json", *[n for n in names if n in lock]).stdout or "{}")
+    for name, changes in status.items():
+        name = name.split(":")[-1]
+        for change in changes:
+            if change == "changed command":
+                drift[name] = "its command changed"
+            elif isinstance(change, dict):
+                for path, state in (change.get("changed deps") or {}).items():
+                    if isinstance(state, dict):
+                        drift[name] = f"params changed: {', '.join(sorted(state))}"
+                    elif path not in produced:
+                        drift[name] = f"{path} {state}"
+    return drift
+
+
+def _locked_copy(root: Path, path: str, md5: str) -> Path | None:
+    """The locked version of an output, where this checkout has it: the workspace file or DVC's local cache."""
+    if (root / path).exists() and dvc_md5(root / path) == md5:
+        return root / path
+    cached = root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+    return cached if cached.is_file() and not md5.endswith(".dir") else None
+
+
+def verify_against_lock(root: Path, target: str) -> list[dict[str, Any]]:
+    """Rerun in a scratch workspace what a fresh clone would (every stage of the target whose inputs this checkout
+    does not hold at their locked md5) and compare each output with the md5 dvc.lock records for it."""
+    root = Path(root).resolve()
+    project = load_project(root)
+    lock = _lock_entries(root)
+    locked_md5 = {o["path"]: o.get("md5") for e in lock.values() for o in e.get("outs") or []}
+    wanted = {s.address for s in _stages(root, target)}
+    todo = list(wanted)
+    while todo:  # an input that is not here at its locked md5 is rebuilt from upstream, as a fresh clone would
+        s = project.stage(todo.pop())
+        for path in s.dep_paths:
+            have = (root / path).exists() and dvc_md5(root / path) == locked_md5.get(path)
+            producer = project.producers[path].address
+            if not have and producer not in wanted:
+                wanted.add(producer)
+                todo.append(producer)
+    stages = [s for s in project.order() if s.address in wanted]
+    produced = {a.path for s in project.stages.values() for a in s.outputs.values()}
+    drift = _lock_drift(root, stages, lock, produced)
+    if drift:
+        why = "; ".join(f"{n}: {w}" for n, w in sorted(drift.items()))
+        raise PaperdagError(f"verify --against-lock: dvc.lock does not describe the current declaration ({why}); "
+                            "run those stages (dvc repro / paperdag run) and commit dvc.lock first")
+    stable_lock = stable.load(root)
+    results: list[dict[str, Any]] = []
+
+    def check(s: Stage, scratch: Path) -> None:
+        for a in s.outputs.values():
+            want = locked_md5.get(a.path)
+            got = dvc_md5(scratch / a.path)
+            row = {"stage": s.address, "output": a.name, "path": a.path, "locked_md5": want, "md5": got}
+            if got == want:
+                row.update(reproduced=True, how="bit-identical to dvc.lock")
+            elif _volatile(s.volatile, a.name):
+                row.update(reproduced=True, how="volatile output, not compared")
+            elif (recorded := stable_lock.get(a.path, {}).get(want)) is not None:
+                mine = stable.digest(a, scratch / a.path, s.volatile)
+                same = mine == recorded
+                row.update(reproduced=same, how="identical to dvc.lock's version except its volatile values" if same
+                           else "differs from dvc.lock beyond its volatile values")
+            else:
+                row.update(reproduced=False, how="differs from dvc.lock")
+            if not row["reproduced"] and (copy := _locked_copy(root, a.path, want or "")) is not None:
+                row["how"] += ": " + compare(a, copy, scratch / a.path, s.volatile, 0.0)["how"]
+            results.append(row)
+
+    _rerun(root, stages, check)
     return results
 
 
-def _volatile(patterns: tuple[str, ...], key: str) -> bool:
-    return any(fnmatch.fnmatchcase(key, p) for p in patterns)
+_volatile = stable.volatile
 
 
 def compare(a: Artifact, ours: Path, theirs: Path, volatile: tuple[str, ...], rtol: float) -> dict[str, Any]:

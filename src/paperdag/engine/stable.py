@@ -1,0 +1,90 @@
+"""paperdag.lock: what dvc.lock cannot say about outputs that hold volatile values.
+
+A metrics file that records a wall time never has the same md5 twice, so dvc.lock's md5 alone cannot tell a fresh
+clone whether its rerun reproduced everything else. For every output with declared `volatile` values (JSON keys,
+Parquet columns), `paperdag stage` also records the md5 of its content with those values left out, keyed by the
+output's full md5, in paperdag.lock (committed beside dvc.lock). `paperdag verify --against-lock` compares a
+rerun's stable md5 with the one recorded for the md5 dvc.lock holds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from paperdag.engine.fsutil import atomic_write_text
+from paperdag.engine.spec import Artifact
+
+LOCK_FILE = "paperdag.lock"
+_KEEP = 4  # versions remembered per output (a stage run by hand and not yet in dvc.lock does not evict the locked one)
+_HEADER = ("# Written by `paperdag stage`; commit it with dvc.lock. For each output with declared volatile values:\n"
+           "# the md5 of its full content (as in dvc.lock) -> the md5 of its content without the volatile values.\n")
+
+
+def volatile(patterns: tuple[str, ...], key: str) -> bool:
+    return any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+def applies(a: Artifact, patterns: tuple[str, ...]) -> bool:
+    """Whether some pattern names a value inside the output (not the whole output)."""
+    inside = any(p.startswith(a.name + ".") for p in patterns)
+    return a.type in ("json", "parquet") and inside and not volatile(patterns, a.name)
+
+
+def _masked(x: Any, key: str, patterns: tuple[str, ...]) -> Any:
+    if isinstance(x, dict):
+        return {k: _masked(v, f"{key}.{k}", patterns) for k, v in x.items() if not volatile(patterns, f"{key}.{k}")}
+    if isinstance(x, list):
+        return [_masked(v, f"{key}.{i}", patterns) for i, v in enumerate(x) if not volatile(patterns, f"{key}.{i}")]
+    return x
+
+
+def digest(a: Artifact, path: Path, patterns: tuple[str, ...]) -> str | None:
+    """md5 of the output without its volatile values; None when no pattern names a value inside it."""
+    if not applies(a, patterns):
+        return None
+    if a.type == "json":
+        data = _masked(json.loads(Path(path).read_text()), a.name, patterns)
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    else:
+        import polars as pl
+
+        df = pl.read_parquet(path)
+        df = df.select([c for c in df.columns if not volatile(patterns, f"{a.name}.{c}")])
+        buf = io.BytesIO()
+        df.write_ipc(buf, compression="uncompressed")
+        blob = buf.getvalue()
+    return hashlib.md5(blob).hexdigest()
+
+
+def load(root: Path) -> dict[str, dict[str, str]]:
+    path = Path(root) / LOCK_FILE
+    if not path.exists():
+        return {}
+    doc = yaml.safe_load(path.read_text()) or {}
+    return {str(k): dict(v) for k, v in (doc.get("outputs") or {}).items()}
+
+
+def record(root: Path, entries: dict[str, tuple[str, str]]) -> None:
+    """Add (output path -> (md5, stable md5)) to paperdag.lock; concurrent stages take turns."""
+    if not entries:
+        return
+    root = Path(root)
+    guard = root / ".paperdag" / "paperdag.lock.guard"
+    guard.parent.mkdir(parents=True, exist_ok=True)
+    with open(guard, "w") as g:
+        fcntl.flock(g, fcntl.LOCK_EX)
+        outputs = load(root)
+        for path, (md5, stable_md5) in entries.items():
+            versions = {k: v for k, v in outputs.get(path, {}).items() if k != md5}
+            versions[md5] = stable_md5
+            outputs[path] = dict(list(versions.items())[-_KEEP:])
+        body = yaml.safe_dump({"outputs": dict(sorted(outputs.items()))}, sort_keys=False, width=120)
+        atomic_write_text(root / LOCK_FILE, _HEADER + body)
