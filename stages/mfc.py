@@ -336,15 +336,12 @@ def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, fores
 _SETTING_SCHEMA = {"r": pl.Int64, "extra_reps_per_cluster": pl.Int64}  # null where the variant has no such knob
 
 
-# ---------------------------------------------------------------- evaluate: exact reference, bounds, targets
+# ---------------------------------------------------------------- evaluate: exact reference, bounds, headline
 
 
 @dataclass(frozen=True)
 class EvaluateParams:
     headline_instance: str
-    max_cost_ratio: float
-    max_call_fraction: float
-    min_speedup: float
 
 
 def evaluate(
@@ -409,9 +406,7 @@ def evaluate(
                 "within_bound": True,
             }
         )
-    headline = _headline(params, table)
-    targets = _targets(params, headline)
-    metrics = {"headline": headline, "targets": targets, "table": table, "reference": reference}
+    metrics = {"headline": _headline(params, table), "table": table, "reference": reference}
     return {"metrics": metrics, "tradeoff": _tradeoff_plot(table)}
 
 
@@ -442,21 +437,6 @@ def _headline(params: EvaluateParams, table: list[dict]) -> dict[str, object]:
         ),
         "bound_violations": sum(not r["within_bound"] for r in table),
         "gamma": best["gamma"],
-    }
-
-
-def _targets(params: EvaluateParams, headline: dict[str, object]) -> dict[str, dict[str, object]]:
-    """The mfc.md targets, each with its measured value and whether it is met."""
-    def target(value: float, goal: str, met: bool) -> dict[str, object]:
-        return {"value": value, "target": goal, "met": bool(met)}
-
-    return {
-        "bound_violations": target(headline["bound_violations"], "== 0", headline["bound_violations"] == 0),
-        "cost_ratio_mst": target(headline["cost_ratio_mst"], f"<= {params.max_cost_ratio}", headline["cost_ratio_mst"] <= params.max_cost_ratio),
-        "distance_call_fraction": target(
-            headline["distance_call_fraction"], f"<= {params.max_call_fraction}", headline["distance_call_fraction"] <= params.max_call_fraction
-        ),
-        "speedup_vs_exact": target(headline["speedup_vs_exact"], f">= {params.min_speedup}", headline["speedup_vs_exact"] >= params.min_speedup),
     }
 
 

@@ -379,15 +379,13 @@ def _strip_plot(road, expert, episodes: dict, strip_arm: str, dt: float, replan_
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    min_margin: float  # target: PDMS(rap_r2r) - PDMS(il_real) in points, and more than the two arms' spreads together
-    min_raster_fps: float  # target: raster frames/s at 64 x 128 on one core
-    max_render_share: float  # target: raster rendering time / training time stays below this
+    """None: the thresholds the evaluation is judged by are the tests of pipelines/rap.yaml's claims."""
 
 
 def evaluate(params: EvaluateParams, rollouts: pl.DataFrame, open_loop: pl.DataFrame, synth_stats: dict, augment_stats: dict,
              sim_stats: dict, train_stats: dict[str, dict]) -> dict[str, object]:
     """PDMS and its parts per arm (mean and spread over replicates of the per-replicate means over scenarios),
-    collision / off-road rates, route completion, open-loop L2; the rasteriser's speed and time share; the targets."""
+    collision / off-road rates, route completion, open-loop L2; the rasteriser's speed and time share (the claims' numbers)."""
     per_rep = (rollouts.group_by("arm", "replicate")
                .agg(pl.col("PDMS", "NC", "DAC", "TTC", "EP", "C", "route_completion").mean(),
                     pl.col("collision").cast(pl.Float64).mean().alias("collision_rate"),
@@ -421,6 +419,9 @@ def evaluate(params: EvaluateParams, rollouts: pl.DataFrame, open_loop: pl.DataF
     headline |= {
         "pdms_expert": by["expert"]["PDMS"],
         "pdms_margin_rap_r2r_vs_il_real": by["rap_r2r"]["PDMS"] - by["il_real"]["PDMS"],
+        # "a clear margin over seeds" as one number: the margin minus the two arms' sample std over replicates summed
+        "pdms_margin_rap_r2r_vs_il_real_minus_std_sum": by["rap_r2r"]["PDMS"] - by["il_real"]["PDMS"]
+        - (by["rap_r2r"]["PDMS_std"] + by["il_real"]["PDMS_std"]),
         "collision_rate_il_real": by["il_real"]["collision_rate"], "collision_rate_rap_r2r": by["rap_r2r"]["collision_rate"],
         "off_road_rate_il_real": by["il_real"]["off_road_rate"], "off_road_rate_rap_r2r": by["rap_r2r"]["off_road_rate"],
         "route_completion_il_real": by["il_real"]["route_completion"], "route_completion_rap_r2r": by["rap_r2r"]["route_completion"],
@@ -434,21 +435,7 @@ def evaluate(params: EvaluateParams, rollouts: pl.DataFrame, open_loop: pl.DataF
         "test_scenarios": sim_stats["test_scenarios"],
         "units": "PDMS in points (0-100), mean over held-out scenarios per replicate, then mean and sample std over replicates",
     }
-    margin = headline["pdms_margin_rap_r2r_vs_il_real"]
-    spread = by["rap_r2r"]["PDMS_std"] + by["il_real"]["PDMS_std"]
-    targets = {
-        "rap_r2r_beats_il_real": _target(margin, f">= {params.min_margin} PDMS points and > the two arms' std summed ({spread:.1f})",
-                                         margin >= params.min_margin and margin > spread),
-        "raster_frames_per_s": _target(headline["raster_frames_per_s"], f">= {params.min_raster_fps} at 64x128, one core",
-                                       headline["raster_frames_per_s"] >= params.min_raster_fps),
-        "raster_render_share_of_training": _target(headline["raster_render_share_of_training"], f"< {params.max_render_share}",
-                                                   headline["raster_render_share_of_training"] < params.max_render_share),
-    }
-    return {"metrics": {"headline": headline, "targets": targets, "table": table}, "pdms_per_arm": _pdms_plot(table, per_rep)}
-
-
-def _target(value: object, goal: str, met: bool) -> dict[str, object]:
-    return {"value": value, "target": goal, "met": bool(met)}
+    return {"metrics": {"headline": headline, "table": table}, "pdms_per_arm": _pdms_plot(table, per_rep)}
 
 
 def _pdms_plot(table: list[dict], per_rep: pl.DataFrame) -> Figure:

@@ -401,8 +401,6 @@ class EvaluateParams:
     headline_dataset: str
     headline_schemes: list[str]
     multi_scheme: str
-    min_nsw_ratio: float
-    max_greedy_ms: float
     demo_query: str
     eta: float  # welfare_nns.infer.eta: the NSW every row is scored at
     k: int  # welfare_nns.infer.k
@@ -413,7 +411,7 @@ def evaluate(params: EvaluateParams, results: pl.DataFrame, attributes: dict[str
              products: pl.DataFrame) -> dict[str, object]:
     """Per (dataset, scheme, method, param), means over queries of: ratio = sum sigma(S) / sum sigma(exact top-k),
     recall vs exact top-k, attribute entropy, inverse Simpson, distinct attributes, NSW (at eta), latency; the
-    headline and targets; Pareto plots of ratio vs entropy."""
+    headline (the numbers pipelines/welfare_nns.yaml's claims read); Pareto plots of ratio vs entropy."""
     table: list[dict[str, Any]] = []
     nsw_per_query: dict[tuple[str, str, str, float | None], np.ndarray] = {}
     for (dataset, scheme), rows in results.group_by("dataset", "scheme", maintain_order=True):
@@ -454,7 +452,7 @@ def evaluate(params: EvaluateParams, results: pl.DataFrame, attributes: dict[str
     if demo:
         headline[f"{params.demo_query}_topk_colours"] = len(set(demo["top-k colours"]))
         headline[f"{params.demo_query}_nash_colours"] = len(set(demo["nash-ann colours"]))
-    metrics = {"headline": headline, "targets": _targets(params, headline), "table": table, "detail": detail, "demo": demo}
+    metrics = {"headline": headline, "table": table, "detail": detail, "demo": demo}
     return {"metrics": metrics, "pareto": _pareto_plot(table)}
 
 
@@ -505,7 +503,7 @@ def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _headline(params: EvaluateParams, table: list[dict[str, Any]], nsw_per_query: dict[tuple, np.ndarray],
               catalogue: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The welfare_nns.md targets on the headline dataset's schemes, and the per-scheme detail behind them."""
+    """The welfare_nns.md claims' numbers on the headline dataset's schemes, and the per-scheme detail behind them."""
     d, eta = params.headline_dataset, params.eta
     if d not in catalogue or not set(params.headline_schemes) <= set(catalogue[d]["schemes"]):
         raise ValueError(f"params.yaml welfare_nns.evaluate: {d}/{params.headline_schemes} not synthesized; "
@@ -544,6 +542,8 @@ def _headline(params: EvaluateParams, table: list[dict[str, Any]], nsw_per_query
         "nash_objective_vs_exact": min(detail[s]["nsw_vs_exact"] for s in params.headline_schemes),
         "nash_latency_ratio": detail[worst_latency]["latency_ratio"],
         "attributes_searched": detail[worst_latency]["c"],
+        # the latency claim as one number: Nash-ANN / top-k latency minus its bound (attributes searched + 1), <= 0 holds
+        "nash_latency_ratio_minus_bound": detail[worst_latency]["latency_ratio"] - (detail[worst_latency]["c"] + 1),
         "latency_scheme": worst_latency,
         "greedy_ms_per_query": greedy["select_ms"],
         "greedy_candidates": min(catalogue[d]["n"], params.fetch_candidates),
@@ -555,22 +555,6 @@ def _headline(params: EvaluateParams, table: list[dict[str, Any]], nsw_per_query
         "headline_scheme": first,
     }
     return headline, detail
-
-
-def _targets(params: EvaluateParams, headline: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The welfare_nns.md targets, each with its measured value and whether it is met."""
-
-    def target(value: Any, goal: str, met: bool) -> dict[str, Any]:
-        return {"value": value, "target": goal, "met": bool(met)}
-
-    c = headline["attributes_searched"]
-    return {
-        "nash_vs_div_dominates": target(headline["nash_vs_div_dominates"], "true on every headline scheme", headline["nash_vs_div_dominates"]),
-        "nash_objective_vs_exact": target(headline["nash_objective_vs_exact"], f">= {params.min_nsw_ratio}",
-                                          headline["nash_objective_vs_exact"] >= params.min_nsw_ratio),
-        "nash_latency_ratio": target(headline["nash_latency_ratio"], f"<= attributes searched + 1 = {c + 1}", headline["nash_latency_ratio"] <= c + 1),
-        "greedy_ms_per_query": target(headline["greedy_ms_per_query"], f"<= {params.max_greedy_ms}", headline["greedy_ms_per_query"] <= params.max_greedy_ms),
-    }
 
 
 def _demo(params: EvaluateParams, results: pl.DataFrame, products: pl.DataFrame, catalogue: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,10 @@ SMOKE_OVERRIDES = [  # contexts of 6 pairs, a 1-layer model trained 20 steps: th
 ]
 STAGES = ["synthesize", "train_lm", "targets", "train_lookahead", "infer", "evaluate"]
 HEADLINE_KEYS = {"exact_match", "lkv_minus_snapkv_question_before", "overlap_with_oracle_lkv", "overlap_with_oracle_snapkv",
-                 "overhead_ratio_draft_over_lkv", "overhead_ratio_lkv_over_snapkv"}
+                 "overhead_ratio_draft_over_lkv", "overhead_ratio_lkv_over_snapkv", "lkv_minus_snapkv_min_small_budgets",
+                 "full_cache_exact_match_min"}
+CLAIMS = {"ge_snapkv_small_budgets", "clearly_better_question_before", "overhead_5x_below_draft", "within_25pct_of_snapkv",
+          "lm_solves_the_tasks"}
 METHODS = {"full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle"}
 
 
@@ -40,10 +43,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
-    """One `dvc repro` runs the six stages and leaves every declared output: the LM directory reloads with
-    transformers, the lookahead module is saved, the accuracy-vs-budget plot is a PNG."""
+    """One `dvc repro` runs the six stages and the engine's claims stage and leaves every declared output: the LM
+    directory reloads with transformers, the lookahead module is saved, the accuracy-vs-budget plot is a PNG."""
     repo, output = built
-    assert sorted(stages_run(output)) == sorted(f"lookaheadkv-{s}" for s in STAGES)
+    assert sorted(stages_run(output)) == sorted(f"lookaheadkv-{s}" for s in [*STAGES, "claims"])
     assert missing_outputs(repo, "lookaheadkv") == []
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (repo / "data/lookaheadkv/model").iterdir()}
     assert {"lookahead.safetensors", "lookahead_config.json"} <= {p.name for p in (repo / "data/lookaheadkv/lookahead").iterdir()}
@@ -52,7 +55,8 @@ def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Pat
 
 def test_headline_has_every_method_split_and_budget(built: tuple[Path, str]) -> None:
     """metrics.json's headline has the issue's keys; exact match for every split, method and budget in percent;
-    overlaps are fractions; eviction costs are positive; every target carries value / target / met."""
+    overlaps are fractions; eviction costs are positive; the claimed minima and differences follow from the exact
+    matches; no free-form targets block."""
     metrics = json.loads((built[0] / "data/lookaheadkv/metrics.json").read_text())
     h = metrics["headline"]
     assert HEADLINE_KEYS <= set(h)
@@ -63,8 +67,12 @@ def test_headline_has_every_method_split_and_budget(built: tuple[Path, str]) -> 
             assert set(by_budget) == {"4", "8"} and all(0 <= v <= 100 for v in by_budget.values())
     assert 0 <= h["overlap_with_oracle_lkv"] <= 1 and 0 <= h["overlap_with_oracle_snapkv"] <= 1
     assert all(v > 0 for v in h["eviction_ms_per_example"].values())
-    for target in metrics["targets"].values():
-        assert set(target) == {"value", "target", "met"}
+    assert "targets" not in metrics
+    em = h["exact_match"]
+    assert h["small_budgets"] == [4, 8]
+    assert h["lkv_minus_snapkv_min_small_budgets"] == min(
+        em[s]["lookahead"][str(b)] - em[s]["snapkv"][str(b)] for s in em for b in h["small_budgets"])
+    assert h["full_cache_exact_match_min"] == min(em[s]["full"]["4"] for s in em)
 
 
 def test_predictions_cover_every_method_and_budget(built: tuple[Path, str]) -> None:
@@ -74,6 +82,18 @@ def test_predictions_cover_every_method_and_budget(built: tuple[Path, str]) -> N
     predictions = pl.read_parquet(built[0] / "data/lookaheadkv/predictions.parquet")
     assert predictions.height == 3 * 6 * len(METHODS) * 2
     assert predictions.filter(pl.col("method") == "oracle")["overlap_with_oracle"].min() == 1.0
+
+
+def test_claims_are_declared_and_evaluated(built: tuple[Path, str]) -> None:
+    """pipelines/lookaheadkv.yaml declares one claim per lookaheadkv.md target on headline keys; each gets a status
+    (plain numbers: held or not held) and claims.json lists them."""
+    from paperdag.engine.claims import evaluate_pipeline
+
+    repo = built[0]
+    claims = evaluate_pipeline(repo, "lookaheadkv")
+    assert set(claims) == CLAIMS
+    assert all(c["status"] in {"held", "not_held"} for c in claims.values())
+    assert set(json.loads((repo / "data/lookaheadkv/claims.json").read_text())["claims"]) == CLAIMS
 
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:

@@ -30,10 +30,13 @@ SMOKE = [  # a few seconds of work per stage; the fixed per-stage cost (imports,
     "milco.retrieve.latency_repeats=1",
     "milco.evaluate.headline_rho=0.4",
 ]
-STAGES = ["milco-align", "milco-align_no_connector", "milco-distill", "milco-distill_no_align", "milco-distill_no_connector",
+STAGES = ["milco-align", "milco-align_no_connector", "milco-claims", "milco-distill", "milco-distill_no_align", "milco-distill_no_connector",
           "milco-distill_no_echo", "milco-evaluate", "milco-index", "milco-retrieve", "milco-synthesize", "milco-train_teacher"]
 HEADLINE_KEYS = {"ndcg10_milco", "ndcg10_bm25", "ndcg10_dense", "ndcg10_no_echo", "active_dims_pruned",
-                 "index_size_ratio_dense_over_milco", "latency_ratio_dense_over_milco"}
+                 "index_size_ratio_dense_over_milco", "latency_ratio_dense_over_milco", "ndcg10_milco_minus_bm25",
+                 "ndcg10_milco_minus_dense", "ndcg10_milco_minus_no_echo_propernoun", "ndcg10_milco_pruned_minus_dense"}
+CLAIMS = {"beats_bm25_crosslingual", "beats_dense_crosslingual", "lexecho_helps_proper_nouns", "about_30_active_dims",
+          "pruned_index_5x_smaller", "pruned_search_faster", "pruned_beats_dense"}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
-    """One `dvc repro` runs all eleven milco stages; every declared output exists, models as save_pretrained dirs."""
+    """One `dvc repro` runs all eleven milco stages and the engine's claims stage; every declared output exists,
+    models as save_pretrained dirs."""
     repo, output = built
     assert sorted(stages_run(output)) == STAGES
     assert missing_outputs(repo, "milco") == []
@@ -56,15 +60,19 @@ def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Pat
     assert (repo / "data/milco/plots/pruning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_headline_targets_and_table(built: tuple[Path, str]) -> None:
-    """metrics.json carries the headline keys, one target entry per milco.md target, and a table row per method and
-    pruning level with nDCG@10 in [0, 1]; pruning never adds active dimensions."""
+def test_headline_and_table(built: tuple[Path, str]) -> None:
+    """metrics.json carries the headline keys the claims read (each difference = method - baseline; no free-form
+    targets block), and a table row per method and pruning level with nDCG@10 in [0, 1]; pruning never adds active
+    dimensions."""
     metrics = json.loads((built[0] / "data/milco/metrics.json").read_text())
     headline, table = metrics["headline"], metrics["table"]
     assert HEADLINE_KEYS <= set(headline)
-    assert set(metrics["targets"]) >= {"milco_over_bm25", "milco_over_dense", "echo_gain_propernoun",
-                                       "index_size_ratio_dense_over_milco", "latency_ratio_dense_over_milco"}
-    assert all({"value", "target", "met"} <= set(t) for t in metrics["targets"].values())
+    assert "targets" not in metrics
+    h = headline
+    assert h["ndcg10_milco_minus_bm25"] == pytest.approx(h["ndcg10_milco"] - h["ndcg10_bm25"])
+    assert h["ndcg10_milco_minus_dense"] == pytest.approx(h["ndcg10_milco"] - h["ndcg10_dense"])
+    assert h["ndcg10_milco_minus_no_echo_propernoun"] == pytest.approx(h["ndcg10_milco_propernoun"] - h["ndcg10_no_echo"])
+    assert h["ndcg10_milco_pruned_minus_dense"] == pytest.approx(h["ndcg10_milco_pruned"] - h["ndcg10_dense"])
     rows = {(r["variant"], r["rho"]) for r in table}
     expected = {(v, rho) for v in ("milco", "no_echo", "no_connector", "no_align") for rho in (0.4, 1.0)}
     assert rows == expected | {("dense", None), ("bm25", None), ("translate_bm25", None)}
@@ -82,6 +90,18 @@ def test_no_echo_variant_has_no_source_token_dimensions(built: tuple[Path, str])
     by = {(s["variant"], s["rho"]): s for s in stats}
     assert by[("no_echo", 1.0)]["echo_dims"] == 0
     assert by[("milco", 1.0)]["echo_dims"] > 0
+
+
+def test_claims_are_declared_and_evaluated(built: tuple[Path, str]) -> None:
+    """pipelines/milco.yaml declares one claim per milco.md target, on headline keys; each gets a status (plain
+    numbers: held or not held) and claims.json lists them."""
+    from paperdag.engine.claims import evaluate_pipeline
+
+    repo = built[0]
+    claims = evaluate_pipeline(repo, "milco")
+    assert set(claims) == CLAIMS
+    assert all(c["status"] in {"held", "not_held"} for c in claims.values())
+    assert set(json.loads((repo / "data/milco/claims.json").read_text())["claims"]) == CLAIMS
 
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:

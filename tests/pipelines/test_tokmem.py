@@ -32,8 +32,9 @@ SMOKE_OVERRIDES = [  # 20 backbone procedures, 2 rounds of 3 memory procedures, 
     "tokmem.baselines.batch_size=8",
 ]
 HEADLINE_KEYS = {"em_tokmem", "em_rag", "em_prompt_tuning", "em_lora_seq", "routing_acc_tokmem", "forgetting_tokmem",
-                 "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem"}
-STAGES = ["tokmem-baselines", "tokmem-evaluate", "tokmem-synthesize", "tokmem-train_backbone", "tokmem-train_memory"]
+                 "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem", "em_tokmem_minus_rag", "forgetting_lora_seq_minus_tokmem"}
+CLAIMS = {"beats_rag_em", "routing_at_least_90", "forgets_at_most_5_points", "lora_forgets_clearly_more"}
+STAGES = ["tokmem-baselines", "tokmem-claims", "tokmem-evaluate", "tokmem-synthesize", "tokmem-train_backbone", "tokmem-train_memory"]
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +45,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Path, str]) -> None:
-    """One `dvc repro` runs the five tokmem stages and leaves every declared output; the backbone reloads as a
-    save_pretrained directory and both plots are PNGs."""
+    """One `dvc repro` runs the five tokmem stages and the engine's claims stage and leaves every declared output;
+    the backbone reloads as a save_pretrained directory and both plots are PNGs."""
     repo, output = built
     assert sorted(stages_run(output)) == STAGES
     assert missing_outputs(repo, "tokmem") == []
@@ -56,7 +57,8 @@ def test_repro_runs_every_stage_and_writes_the_declared_outputs(built: tuple[Pat
 
 def test_metrics_carry_the_issue_headline_and_one_row_per_method_and_round(built: tuple[Path, str]) -> None:
     """metrics.json's headline has every key the issue asks for; the table has each method after each of the two
-    rounds; the backbone stayed bit-identical through memory training; every target carries value / target / met."""
+    rounds; the backbone stayed bit-identical through memory training; the claimed differences are method - baseline;
+    no free-form targets block."""
     metrics = json.loads((built[0] / "data/tokmem/metrics.json").read_text())
     h = metrics["headline"]
     assert HEADLINE_KEYS <= set(h)
@@ -65,8 +67,21 @@ def test_metrics_carry_the_issue_headline_and_one_row_per_method_and_round(built
         (m, r, 3 * r) for m in ("tokmem", "rag", "prompt_tuning", "lora_seq", "lora_replay") for r in (1, 2)}
     assert all(0.0 <= r["em"] <= 100.0 and 0.0 <= r["rouge_l"] <= 100.0 for r in metrics["table"])
     assert h["trainable_tokmem"] == 6 * 32 and h["trainable_prompt_tuning"] == 6 * 4 * 32
-    for target in metrics["targets"].values():
-        assert set(target) == {"value", "target", "met"}
+    assert "targets" not in metrics
+    assert h["em_tokmem_minus_rag"] == pytest.approx(h["em_tokmem"] - h["em_rag"])
+    assert h["forgetting_lora_seq_minus_tokmem"] == pytest.approx(h["forgetting_lora_seq"] - h["forgetting_tokmem"])
+
+
+def test_claims_are_declared_and_evaluated(built: tuple[Path, str]) -> None:
+    """pipelines/tokmem.yaml declares one claim per tokmem.md target on headline keys; each gets a status (plain
+    numbers: held or not held) and claims.json lists them."""
+    from paperdag.engine.claims import evaluate_pipeline
+
+    repo = built[0]
+    claims = evaluate_pipeline(repo, "tokmem")
+    assert set(claims) == CLAIMS
+    assert all(c["status"] in {"held", "not_held"} for c in claims.values())
+    assert set(json.loads((repo / "data/tokmem/claims.json").read_text())["claims"]) == CLAIMS
 
 
 def test_second_repro_runs_nothing(built: tuple[Path, str]) -> None:
