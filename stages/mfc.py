@@ -419,12 +419,17 @@ def _headline(params: EvaluateParams, table: list[dict]) -> dict[str, object]:
             "is it in mfc.synthesize.instances and are the budgeted variants in mfc.infer.variants?"
         )
     best = min(rows, key=lambda r: (round(r["cost_ratio_mst"], 12), r["distance_call_fraction"]))
+    simple = next((r for r in table if r["instance"] == params.headline_instance and r["variant"] == "simple"), None)
+    if simple is None:
+        raise ValueError("params.yaml mfc.infer.variants: `simple` (the one-representative baseline) is required")
     return {
         "instance": params.headline_instance,
         "n": best["n"],
         "variant": best["variant"],
         "budget": best["budget"],
         "cost_ratio_mst": best["cost_ratio_mst"],
+        "cost_ratio_simple": simple["cost_ratio_mst"],
+        "cost_ratio_minus_simple": best["cost_ratio_mst"] - simple["cost_ratio_mst"],
         "cost_ratio_opt_completion": best["cost_ratio_opt_completion"],
         "distance_call_fraction": best["distance_call_fraction"],
         "forest_distance_call_fraction": best["forest_distance_call_fraction"],

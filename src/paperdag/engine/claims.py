@@ -110,7 +110,7 @@ def _lookup(data: Any, dotted: str) -> Any:
 def _number(v: Any) -> float | None:
     if isinstance(v, bool):
         return float(v)
-    if isinstance(v, (int, float)) and math.isfinite(v):
+    if isinstance(v, (int, float)) and not math.isnan(v):  # +-inf compares (a ratio over a zero cost)
         return float(v)
     return None
 
@@ -136,7 +136,7 @@ def judge(claim: Claim, metrics: Any, file: str) -> dict[str, Any]:
     else:
         value = _number(raw)
     if value is None:
-        raise SpecError(file, f"claims.{claim.name}.metric", f"{claim.metric} is {raw!r}: expected a finite number, "
+        raise SpecError(file, f"claims.{claim.name}.metric", f"{claim.metric} is {raw!r}: expected a number, "
                         "a bool, or an interval (a dict with mean / value, ci95_low, ci95_high, n)")
     test = _OPS[claim.op]
     end = low if claim.op in (">", ">=") else high if claim.op in ("<", "<=") else None
