@@ -130,3 +130,14 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     finally:
         serve.terminate()
         serve.wait(30)
+
+
+def test_waiting_tasks_do_not_hold_stage_slots() -> None:
+    """The thread pool has a thread per task (a task waiting for its upstream sits in its thread), and `workers`
+    bounds the stage subprocesses instead: with 2 slots, 2 ready stages run while 5 others wait."""
+    from paperdag.engine import flow
+
+    runner = flow.task_runner("thread", None, workers=2, tasks=7)
+    assert runner._max_workers == 7
+    assert flow._SLOTS.acquire(blocking=False) and flow._SLOTS.acquire(blocking=False)
+    assert not flow._SLOTS.acquire(blocking=False)

@@ -58,10 +58,18 @@ def _stage_command(address: str) -> list[str]:
     return [sys.executable, "-m", "paperdag", "stage", address]
 
 
+# Stages running at once in this process. Prefect's thread runner keeps a submitted task in its worker thread while
+# it waits for its upstream tasks, so with as many threads as stage slots a waiting task would hold a slot that a
+# ready stage needs (a matrix's infer@0 waiting on train@0 kept train@1 from starting). The pool gets a thread per
+# task; this semaphore bounds the stage subprocesses instead.
+_SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
+
+
 def execute_stage(root: str, address: str, parent_run_id: str, flow_run_id: str) -> str:
     """Run one stage in a subprocess (on whichever worker Prefect placed this task)."""
     env = {**os.environ, PARENT_RUN_ENV: parent_run_id, FLOW_RUN_ENV: flow_run_id}
-    r = subprocess.run(_stage_command(address), cwd=root, env=env)
+    with _SLOTS:
+        r = subprocess.run(_stage_command(address), cwd=root, env=env)
     if r.returncode != 0:
         raise StageError(f"stage {address} failed (exit code {r.returncode}); its output and MLflow run say why")
     return address
@@ -113,18 +121,21 @@ def paperdag_pipeline(root: str, pipeline: str) -> dict[str, str]:
         return status
 
 
-def task_runner(runner: str, address: str | None, workers: int | None) -> Any:
+def task_runner(runner: str, address: str | None, workers: int | None, tasks: int = 1) -> Any:
+    """A Prefect task runner with a thread per task; `workers` stages run at once (the semaphore in execute_stage)."""
+    global _SLOTS
+    _SLOTS = threading.BoundedSemaphore(workers or os.cpu_count() or 2)
     if runner == "thread":
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        return ThreadPoolTaskRunner(max_workers=workers or os.cpu_count() or 2)
+        return ThreadPoolTaskRunner(max_workers=max(tasks, 1))
     if runner == "dask":
         from prefect_dask import DaskTaskRunner
 
         if address:
             return DaskTaskRunner(address=address)
         # tasks are subprocesses already: threads in one worker process avoid a Prefect server per worker
-        return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": workers or os.cpu_count() or 2, "processes": False})
+        return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": max(tasks, 1), "processes": False})
     raise StageError(f"unknown runner '{runner}' (thread or dask)")
 
 
@@ -140,12 +151,13 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
     root = Path(root).resolve()
     project = load_project(root)
     _ensure_rendered(project)
-    if not stale_stages(project, pipeline):  # nothing to do: no need to start Prefect (its server takes seconds)
+    todo = stale_stages(project, pipeline)
+    if not todo:  # nothing to do: no need to start Prefect (its server takes seconds)
         print(f"{pipeline}: every stage is up to date", file=sys.stderr)
         return {}
     # import MLflow and open its store (seconds) while Prefect starts its server, not after
     threading.Thread(target=_warm_tracking, args=(root, pipeline), daemon=True).start()
-    configured = paperdag_pipeline.with_options(task_runner=task_runner(runner, address, workers))
+    configured = paperdag_pipeline.with_options(task_runner=task_runner(runner, address, workers, len(todo)))
     return configured(root=str(root), pipeline=pipeline)
 
 
