@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -68,21 +69,39 @@ def verify(root: Path, target: str, rtol: float = 1e-6) -> list[dict[str, Any]]:
                             **compare(a, root / a.path, scratch / a.path, s.volatile, rtol)})
 
     _rerun(root, stages, check)
-    return results
+    order = {s.address: i for i, s in enumerate(stages)}
+    return sorted(results, key=lambda r: order[r["stage"]])
 
 
-def _rerun(root: Path, stages: list[Stage], check: Any) -> None:
-    """Run `stages` in order in a scratch copy of the workspace; call check(stage, scratch) after each."""
+def _rerun(root: Path, stages: list[Stage], check: Any, workers: int | None = None) -> None:
+    """Run `stages` in a scratch copy of the workspace, independent ones at once (`workers`, default: CPU count), each
+    after the stages whose outputs it reads; call check(stage, scratch) as each finishes."""
+    workers = max(1, workers or os.cpu_count() or 1)
+    writer = {a.path: t.address for t in stages for a in t.outputs.values()}
+    needs = {s.address: {writer[p] for p in s.dep_paths if p in writer} for s in stages}
     with tempfile.TemporaryDirectory(prefix="paperdag-verify-") as tmp:
         scratch = Path(tmp)
         _workspace_copy(root, scratch, stages)
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{scratch / 'mlflow.db'}", "PAPERDAG_ROOT": str(scratch)}
         env.pop("PAPERDAG_PARENT_RUN_ID", None)
-        for s in stages:
+
+        def run_one(s: Stage) -> None:
             r = subprocess.run([sys.executable, "-m", "paperdag", "stage", s.address], cwd=scratch, env=env)
             if r.returncode != 0:
                 raise PaperdagError(f"verify: stage {s.address} failed in the scratch workspace (exit {r.returncode})")
-            check(s, scratch)
+
+        pending, running, done = list(stages), {}, set()
+        with ThreadPoolExecutor(workers) as pool:
+            while pending or running:
+                for s in [s for s in pending if needs[s.address] <= done][: workers - len(running)]:
+                    pending.remove(s)
+                    running[pool.submit(run_one, s)] = s
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    s = running.pop(f)
+                    f.result()
+                    check(s, scratch)
+                    done.add(s.address)
 
 
 def _lock_entries(root: Path) -> dict[str, dict[str, Any]]:
@@ -165,7 +184,8 @@ def verify_against_lock(root: Path, target: str) -> list[dict[str, Any]]:
             results.append(row)
 
     _rerun(root, stages, check)
-    return results
+    order = {s.address: i for i, s in enumerate(stages)}
+    return sorted(results, key=lambda r: order[r["stage"]])
 
 
 _volatile = stable.volatile
