@@ -128,7 +128,7 @@ def judge(claim: Claim, metrics: Any, file: str) -> dict[str, Any]:
         raise SpecError(file, f"claims.{claim.name}.metric",
                         f"{claim.metric_path} has no key '{claim.metric_key}'") from None
     low = high = None
-    n: Any = 1
+    n: Any = None  # replicates behind the value: known only for an interval
     if isinstance(raw, dict):
         value = _number(raw.get("mean", raw.get("value")))
         low, high = _number(raw.get("ci95_low")), _number(raw.get("ci95_high"))
