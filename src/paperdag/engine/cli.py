@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance for float tensors and JSON numbers")
     v.add_argument("--against-lock", action="store_true",
                    help="compare with the md5s dvc.lock records (what a fresh clone checks), rebuilding missing inputs")
+    v.add_argument("--workers", type=int, help="stages rerun at once (default: CPU count)")
     v.add_argument("--json", action="store_true")
     cl = sub.add_parser("claims", help="judge the pipelines' declared claims on their metrics: held, not held, within noise")
     cl.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline with claims")
@@ -132,9 +133,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         from paperdag.engine import verify
 
         if args.against_lock:
-            results = verify.verify_against_lock(root, args.target)
+            results = verify.verify_against_lock(root, args.target, workers=args.workers)
         else:
-            results = verify.verify(root, args.target, rtol=args.rtol)
+            results = verify.verify(root, args.target, rtol=args.rtol, workers=args.workers)
         print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
     if args.command == "claims":

@@ -54,7 +54,7 @@ def _workspace_copy(root: Path, scratch: Path, stages: list[Stage]) -> None:
                 shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
 
 
-def verify(root: Path, target: str, rtol: float = 1e-6) -> list[dict[str, Any]]:
+def verify(root: Path, target: str, rtol: float = 1e-6, workers: int | None = None) -> list[dict[str, Any]]:
     root = Path(root).resolve()
     stages = _stages(root, target)
     for s in stages:
@@ -68,7 +68,7 @@ def verify(root: Path, target: str, rtol: float = 1e-6) -> list[dict[str, Any]]:
             results.append({"stage": s.address, "output": a.name, "path": a.path,
                             **compare(a, root / a.path, scratch / a.path, s.volatile, rtol)})
 
-    _rerun(root, stages, check)
+    _rerun(root, stages, check, workers)
     order = {s.address: i for i, s in enumerate(stages)}
     return sorted(results, key=lambda r: order[r["stage"]])
 
@@ -136,7 +136,7 @@ def _locked_copy(root: Path, path: str, md5: str) -> Path | None:
     return cached if cached.is_file() and not md5.endswith(".dir") else None
 
 
-def verify_against_lock(root: Path, target: str) -> list[dict[str, Any]]:
+def verify_against_lock(root: Path, target: str, workers: int | None = None) -> list[dict[str, Any]]:
     """Rerun in a scratch workspace what a fresh clone would (every stage of the target whose inputs this checkout
     does not hold at their locked md5) and compare each output with the md5 dvc.lock records for it."""
     root = Path(root).resolve()
@@ -183,7 +183,7 @@ def verify_against_lock(root: Path, target: str) -> list[dict[str, Any]]:
                 row["how"] += ": " + compare(a, copy, scratch / a.path, s.volatile, 0.0)["how"]
             results.append(row)
 
-    _rerun(root, stages, check)
+    _rerun(root, stages, check, workers)
     order = {s.address: i for i, s in enumerate(stages)}
     return sorted(results, key=lambda r: order[r["stage"]])
 
