@@ -139,5 +139,8 @@ def test_waiting_tasks_do_not_hold_stage_slots() -> None:
 
     runner = flow.task_runner("thread", None, workers=2, tasks=7)
     assert runner._max_workers == 7
-    assert flow._SLOTS.acquire(blocking=False) and flow._SLOTS.acquire(blocking=False)
-    assert not flow._SLOTS.acquire(blocking=False)
+    try:
+        assert flow._SLOTS.acquire(blocking=False) and flow._SLOTS.acquire(blocking=False)
+        assert not flow._SLOTS.acquire(blocking=False)
+    finally:
+        flow.task_runner("thread", None, workers=None, tasks=1)  # a fresh semaphore for whatever runs next

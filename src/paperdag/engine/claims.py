@@ -10,7 +10,8 @@
 The metric is a number or an interval (a dict with `mean` or `value`, `ci95_low`, `ci95_high`, `n`, as
 paperdag.stats writes them). A number is `held` when it passes the test, else `not_held`. An interval is judged
 on its conservative end (the low end for > and >=, the high end for < and <=): `held` when that end passes,
-`within_noise` when only the mean does, `not_held` when the mean fails. A claim whose metric file does not exist yet
+`within_noise` when only the mean does (or the interval has no ends: one replicate), `not_held` when the mean
+fails. A claim whose metric file does not exist yet
 is `missing`.
 
 Each pipeline with claims gets a stage `<m>:claims` (dvc.yaml `<m>-claims`) that judges them and writes
@@ -46,6 +47,7 @@ class Claim:
     op: str
     threshold: float
     baseline: str
+    declared_test: str = ""  # the test as written in the pipeline file
 
     @property
     def metric(self) -> str:
@@ -53,7 +55,7 @@ class Claim:
 
     @property
     def test(self) -> str:
-        return f"{self.op} {self.threshold:g}"
+        return self.declared_test or f"{self.op} {self.threshold:g}"
 
 
 def claims_path(pipeline: str) -> str:
@@ -91,7 +93,7 @@ def parse(file: str, doc: Any) -> dict[str, Claim]:
             raise SpecError(file, f"{where}.test", f"{c['test']!r}: an interval is judged on its conservative end "
                             "(the low end for > and >=, the high end for < and <=); write the test on the value")
         out[name] = Claim(name=name, paper=c["paper"].strip(), metric_path=path, metric_key=key, op=op,
-                          threshold=float(number), baseline=c["baseline"].strip())
+                          threshold=float(number), baseline=c["baseline"].strip(), declared_test=c["test"].strip())
     return out
 
 
@@ -129,7 +131,8 @@ def judge(claim: Claim, metrics: Any, file: str) -> dict[str, Any]:
                         f"{claim.metric_path} has no key '{claim.metric_key}'") from None
     low = high = None
     n: Any = None  # replicates behind the value: known only for an interval
-    if isinstance(raw, dict):
+    interval = isinstance(raw, dict)
+    if interval:
         value = _number(raw.get("mean", raw.get("value")))
         low, high = _number(raw.get("ci95_low")), _number(raw.get("ci95_high"))
         n = raw.get("n")
@@ -142,8 +145,8 @@ def judge(claim: Claim, metrics: Any, file: str) -> dict[str, Any]:
     end = low if claim.op in (">", ">=") else high if claim.op in ("<", "<=") else None
     if not test(value, claim.threshold):
         status = "not_held"
-    elif end is not None and not test(end, claim.threshold):
-        status = "within_noise"
+    elif claim.op != "==" and (end is None and interval or end is not None and not test(end, claim.threshold)):
+        status = "within_noise"  # an interval metric without its end (one replicate) cannot show the claim
     else:
         status = "held"
     entry.update(value=value, ci95_low=low, ci95_high=high, n=n, status=status)

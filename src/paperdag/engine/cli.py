@@ -144,7 +144,13 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         project = load_project(root)
         names = args.pipelines or [n for n, p in sorted(project.pipelines.items()) if p.claims]
-        judged = {n: claims.evaluate_pipeline(root, n) for n in names}
+        judged, errors = {}, []
+        for n in names:  # one pipeline's bad claim is reported, the others are still judged
+            try:
+                judged[n] = claims.evaluate_pipeline(root, n)
+            except PaperdagError as e:
+                errors.append(f"{n}: {e}")
+                print(f"paperdag: error: {e}", file=sys.stderr)
         if args.json:
             print(json.dumps(judged, indent=2))
         elif args.readme:
@@ -154,7 +160,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"README.md: claims tables of {', '.join(written) or 'no pipeline'} written")
         else:
             print(claims.table([r for n, j in judged.items() for r in claims.rows(n, j)], markdown=args.markdown))
-        failing = [f"{n}.{c}" for n, j in judged.items() for c, e in j.items() if e["status"] != "held"]
+        failing = [f"{n}.{c}" for n, j in judged.items() for c, e in j.items() if e["status"] != "held"] + errors
         if args.check and failing:
             print(f"paperdag: {len(failing)} claim(s) not held: {', '.join(failing)}", file=sys.stderr)
             return 1

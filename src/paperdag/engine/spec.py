@@ -194,8 +194,9 @@ def _claims_volatile(project: Project) -> None:
         patterns = []
         for c in p.claims.values():
             producer = project.producers[c.metric_path]
-            key = f"{producer.output_at(c.metric_path).name}.{c.metric_key}"
-            if any(fnmatch.fnmatchcase(k, v) for k in (key, f"{key}.mean") for v in producer.volatile):
+            parts = [producer.output_at(c.metric_path).name, *c.metric_key.split("."), "mean"]
+            keys = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]  # the value, or a key above it
+            if any(fnmatch.fnmatchcase(k, v) for k in keys for v in producer.volatile):
                 patterns.append(f"claims.claims.{c.name}")
         if patterns:
             patterns.append("claims.summary")

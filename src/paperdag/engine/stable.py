@@ -72,6 +72,14 @@ def load(root: Path) -> dict[str, dict[str, str]]:
     return {str(k): dict(v) for k, v in (doc.get("outputs") or {}).items()}
 
 
+def _locked_md5s(root: Path) -> dict[str, str]:
+    path = Path(root) / "dvc.lock"
+    if not path.exists():
+        return {}
+    stages = (yaml.safe_load(path.read_text()) or {}).get("stages") or {}
+    return {o["path"]: o.get("md5") for e in stages.values() for o in e.get("outs") or []}
+
+
 def record(root: Path, entries: dict[str, tuple[str, str]]) -> None:
     """Add (output path -> (md5, stable md5)) to paperdag.lock; concurrent stages take turns."""
     if not entries:
@@ -82,9 +90,11 @@ def record(root: Path, entries: dict[str, tuple[str, str]]) -> None:
     with open(guard, "w") as g:
         fcntl.flock(g, fcntl.LOCK_EX)
         outputs = load(root)
+        locked = _locked_md5s(root)
         for path, (md5, stable_md5) in entries.items():
             versions = {k: v for k, v in outputs.get(path, {}).items() if k != md5}
             versions[md5] = stable_md5
-            outputs[path] = dict(list(versions.items())[-_KEEP:])
+            keep = set(list(versions)[-_KEEP:]) | {locked.get(path)}  # dvc.lock's version is never dropped
+            outputs[path] = {k: v for k, v in versions.items() if k in keep}
         body = yaml.safe_dump({"outputs": dict(sorted(outputs.items()))}, sort_keys=False, width=120)
         atomic_write_text(root / LOCK_FILE, _HEADER + body)

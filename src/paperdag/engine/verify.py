@@ -155,7 +155,8 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
                 todo.append(producer)
     stages = [s for s in project.order() if s.address in wanted]
     produced = {a.path for s in project.stages.values() for a in s.outputs.values()}
-    drift = _lock_drift(root, stages, lock, produced)
+    upstream = {u.address for a in wanted for u in project.upstream(a)}  # reused inputs must be locked as declared too
+    drift = _lock_drift(root, [s for s in project.order() if s.address in upstream], lock, produced)
     if drift:
         why = "; ".join(f"{n}: {w}" for n, w in sorted(drift.items()))
         raise PaperdagError(f"verify --against-lock: dvc.lock does not describe the current declaration ({why}); "
