@@ -39,3 +39,8 @@ def lock(root: Path) -> dict:
 
     path = Path(root) / "dvc.lock"
     return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+
+def locked_outputs(root: Path) -> dict[str, str]:
+    """Output path -> the md5 dvc.lock records for it."""
+    return {o["path"]: o.get("md5") for e in (lock(root).get("stages") or {}).values() for o in e.get("outs") or []}

@@ -26,7 +26,7 @@ from paperdag.engine.params import build, collect, load_params, stage_seed
 from paperdag.engine.spec import Project, Stage, load_project
 
 
-def seed_everything(seed: int, numerics: Numerics | None = None) -> None:
+def seed_everything(seed: int, numerics: Numerics) -> None:
     """Seed random, numpy and (when the stage imported it) torch; apply the numerics' in-process settings."""
     random.seed(seed)
     try:
@@ -39,9 +39,7 @@ def seed_everything(seed: int, numerics: Numerics | None = None) -> None:
         import torch
 
         torch.manual_seed(seed)
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    if numerics is not None:
-        apply_in_process(numerics)
+    apply_in_process(numerics)
 
 
 def _importable(root: Path) -> None:

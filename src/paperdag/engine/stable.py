@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from paperdag.engine import dvc
 from paperdag.engine.fsutil import atomic_write_text
 from paperdag.engine.spec import Artifact
 
@@ -72,14 +73,6 @@ def load(root: Path) -> dict[str, dict[str, str]]:
     return {str(k): dict(v) for k, v in (doc.get("outputs") or {}).items()}
 
 
-def _locked_md5s(root: Path) -> dict[str, str]:
-    path = Path(root) / "dvc.lock"
-    if not path.exists():
-        return {}
-    stages = (yaml.safe_load(path.read_text()) or {}).get("stages") or {}
-    return {o["path"]: o.get("md5") for e in stages.values() for o in e.get("outs") or []}
-
-
 def record(root: Path, entries: dict[str, tuple[str, str]]) -> None:
     """Add (output path -> (md5, stable md5)) to paperdag.lock; concurrent stages take turns."""
     if not entries:
@@ -90,7 +83,7 @@ def record(root: Path, entries: dict[str, tuple[str, str]]) -> None:
     with open(guard, "w") as g:
         fcntl.flock(g, fcntl.LOCK_EX)
         outputs = load(root)
-        locked = _locked_md5s(root)
+        locked = dvc.locked_outputs(root)
         for path, (md5, stable_md5) in entries.items():
             versions = {k: v for k, v in outputs.get(path, {}).items() if k != md5}
             versions[md5] = stable_md5

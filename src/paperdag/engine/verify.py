@@ -142,7 +142,7 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
     root = Path(root).resolve()
     project = load_project(root)
     lock = _lock_entries(root)
-    locked_md5 = {o["path"]: o.get("md5") for e in lock.values() for o in e.get("outs") or []}
+    locked_md5 = dvc.locked_outputs(root)
     wanted = {s.address for s in _stages(root, target)}
     todo = list(wanted)
     while todo:  # an input that is not here at its locked md5 is rebuilt from upstream, as a fresh clone would
