@@ -126,3 +126,32 @@ def test_path_params_become_dvc_deps(toy_files: Path) -> None:
     set_params(toy, ["toy.make.extra_rows=missing.parquet"])
     with pytest.raises(SpecError, match="params.yaml: toy.make.extra_rows: missing.parquet does not exist"):
         load_project(toy)
+
+
+SMOKE_BAD = {
+    "not_a_mapping": ("smoke: [toy.make.n]\n", "smoke", "expected a mapping of dotted params.yaml key"),
+    "other_section": ("smoke: {base.seed: 1}\n", "smoke.base.seed", "the pipeline's own params.yaml section (toy.<key>)"),
+    "missing_key": ("smoke: {toy.make.rows: 5}\n", "smoke.toy.make.rows", "'toy.make.rows' is not in params.yaml"),
+    "a_section": ("smoke: {toy.make: 5}\n", "smoke.toy.make", "'toy.make' is a section of params.yaml"),
+    "wrong_type": ("smoke: {toy.make.n: many}\n", "smoke.toy.make.n", "params.yaml has 50 there: expected a value of that type, got 'many'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SMOKE_BAD))
+def test_bad_smoke_section_names_file_and_key(toy_files: Path, case: str) -> None:
+    """Each smoke value must be an existing key of the pipeline's own params section, of its type: else a SpecError
+    naming the pipeline file and the smoke key."""
+    text, key, problem = SMOKE_BAD[case]
+    with (toy_files / "pipelines/toy.yaml").open("a") as f:
+        f.write(text)
+    with pytest.raises(SpecError) as e:
+        load_project(toy_files)
+    assert (e.value.file, e.value.key) == ("pipelines/toy.yaml", key)
+    assert problem in e.value.problem
+
+
+def test_smoke_section_is_parsed(toy_files: Path) -> None:
+    """A valid smoke section is the pipeline's `smoke` mapping, as declared (an int where params.yaml has a float)."""
+    with (toy_files / "pipelines/toy.yaml").open("a") as f:
+        f.write("smoke:\n  toy.make.n: 5\n  toy.combine.scale: 3\n")
+    assert load_project(toy_files).pipeline("toy").smoke == {"toy.make.n": 5, "toy.combine.scale": 3}

@@ -108,6 +108,11 @@ def _kind(v: Any) -> str:
     return "null" if v is None else type(v).__name__
 
 
+def same_kind(old: Any, new: Any) -> bool:
+    """Whether `new` may replace the params.yaml value `old`: the same YAML kind, or an int where a float was."""
+    return _kind(old) == _kind(new) or (_kind(old) == "float" and _kind(new) == "int")
+
+
 def set_params(root: Path, assignments: list[str]) -> list[tuple[str, Any, Any]]:
     """Apply `key=value` overrides to params.yaml in place (comments kept), like `dvc exp run --set-param`.
 
@@ -131,7 +136,7 @@ def set_params(root: Path, assignments: list[str]) -> list[tuple[str, Any, Any]]
             raise SpecError(PARAMS_FILE, key, "not in params.yaml (--set only changes existing keys)") from None
         if isinstance(old, dict):
             raise SpecError(PARAMS_FILE, key, "names a section; set one of its keys")
-        if _kind(old) != _kind(new) and not (_kind(old) == "float" and _kind(new) == "int"):
+        if not same_kind(old, new):
             raise SpecError(PARAMS_FILE, key, f"expected {_kind(old)} like {old}, got {raw!r}")
         parent = lookup(doc, key.rsplit(".", 1)[0]) if "." in key else doc
         parent[key.rsplit(".", 1)[-1]] = new

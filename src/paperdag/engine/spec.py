@@ -3,7 +3,9 @@
 A pipeline file declares stages; each stage names its inputs (deps: name -> path), the params.yaml keys it
 reads, and its outputs (outs / metrics / plots: name -> path, typed by extension). Validation is whole-project:
 every input must be some stage's output, no path has two producers, the stage graph has no cycle, every
-params key exists, every stage function exists in stages/<pipeline>.py.
+params key exists, every stage function exists in stages/<pipeline>.py. An optional `smoke:` section maps
+params.yaml keys of the pipeline's own section to the smaller values its end-to-end tests run it at
+(paperdag.engine.scratch applies them to a scratch copy).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from paperdag.engine import numerics
 from paperdag.engine.claims import Claim, claims_path
 from paperdag.engine.claims import parse as parse_claims
 from paperdag.engine.errors import SpecError
-from paperdag.engine.params import load_params, lookup
+from paperdag.engine.params import load_params, lookup, same_kind
 
 ArtifactKind = Literal["out", "metric", "plot"]
 ArtifactType = Literal["parquet", "json", "safetensors", "npy", "png", "dir"]
@@ -40,7 +42,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ITEM = re.compile(r"\$\{item\.([^}]*)\}")
 _PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.]+$")
-_PIPELINE_KEYS = {"description", "stages", "claims"}
+_PIPELINE_KEYS = {"description", "stages", "claims", "smoke"}
 _STAGE_KEYS = {"description", "function", "matrix", "deps", "params", "path_params", "outs", "metrics", "plots", "volatile"}
 _KIND_OF_SECTION: dict[str, ArtifactKind] = {"outs": "out", "metrics": "metric", "plots": "plot"}
 
@@ -111,6 +113,7 @@ class Pipeline:
     stages: dict[str, Stage]
     matrices: dict[str, Matrix] = field(default_factory=dict)
     claims: dict[str, Claim] = field(default_factory=dict)
+    smoke: dict[str, Any] = field(default_factory=dict)  # dotted params.yaml key -> its value at smoke scale
 
     @property
     def module_file(self) -> str:
@@ -243,7 +246,28 @@ def _parse_pipeline(file: str, doc: Any, params: dict[str, Any]) -> Pipeline:
             raise SpecError(file, f"stages.{CLAIMS_STAGE}", "this name is the engine's stage for the pipeline's claims")
         stages[CLAIMS_STAGE] = _claims_stage(name, claims)
     return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages, matrices=matrices,
-                    claims=claims)
+                    claims=claims, smoke=_parse_smoke(file, name, doc.get("smoke"), params))
+
+
+def _parse_smoke(file: str, pipeline: str, doc: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The `smoke:` section: each key a value of the pipeline's own params.yaml section, each value of its type."""
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise SpecError(file, "smoke", "expected a mapping of dotted params.yaml key -> value at smoke scale")
+    for key, value in doc.items():
+        where = f"smoke.{key}"
+        if not isinstance(key, str) or not key.startswith(f"{pipeline}."):
+            raise SpecError(file, where, f"expected a key of the pipeline's own params.yaml section ({pipeline}.<key>)")
+        try:
+            old = lookup(params, key)
+        except KeyError:
+            raise SpecError(file, where, f"'{key}' is not in params.yaml") from None
+        if isinstance(old, dict):
+            raise SpecError(file, where, f"'{key}' is a section of params.yaml: give each of its keys instead")
+        if not same_kind(old, value):
+            raise SpecError(file, where, f"params.yaml has {old!r} there: expected a value of that type, got {value!r}")
+    return dict(doc)
 
 
 CLAIMS_STAGE = "claims"
