@@ -1,4 +1,5 @@
-"""Shared fixtures: throw-away git+DVC repositories built from tests/resources, a Prefect server."""
+"""Shared fixtures: throw-away git+DVC repositories built from tests/resources, each real pipeline built once at
+smoke scale, a Prefect server; and how pytest-xdist shares the tests out between its workers."""
 
 from __future__ import annotations
 
@@ -10,10 +11,53 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from support import dvc, make_repo
+from support import SmokeBuild, dvc, make_repo, pipeline_repo
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadgroup` (pyproject addopts), with the tests outside a group kept together by file as `--dist
+    loadfile` keeps them: a pipeline's smoke tests (support.smoke_group) share one worker wherever their files are,
+    and a file's module fixtures are still built once."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LoadGroupOrFile(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return nodeid.split("::", 1)[0] if scope == nodeid else scope
+
+    return LoadGroupOrFile(config, log)
+
+
+@pytest.fixture(scope="session")
+def smoke_build(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SmokeBuild]:
+    """pipeline -> its SmokeBuild, built on first use and shared by every test of the session that asks
+    (tests/pipelines/test_contract.py, tests/methods/<m>/test_pipeline.py; mark them support.smoke_group so that one
+    worker runs them). Copy the repo before changing it."""
+    built: dict[str, SmokeBuild] = {}
+    failed: dict[str, str] = {}
+
+    def get(pipeline: str) -> SmokeBuild:
+        if pipeline in failed:
+            pytest.fail(f"{pipeline}'s smoke build failed in an earlier test of this session: {failed[pipeline]}")
+        if pipeline not in built:
+            start = time.perf_counter()
+            try:
+                repo = pipeline_repo(tmp_path_factory.mktemp(pipeline) / "repo", pipeline, smoke=True)
+                output = dvc(repo, "repro").stdout
+            except Exception as e:
+                failed[pipeline] = str(e)[-4000:]
+                raise
+            built[pipeline] = SmokeBuild(repo, output, time.perf_counter() - start)
+        return built[pipeline]
+
+    return get
 
 @pytest.fixture
 def toy(tmp_path: Path) -> Path:

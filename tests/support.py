@@ -7,9 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+import pytest
 
 RESOURCES = Path(__file__).parent / "resources"
 REPO = Path(__file__).resolve().parents[1]
@@ -45,14 +46,16 @@ def dvc(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return r
 
 
-def commit_project(dest: Path, message: str) -> Path:
-    """Turn a directory holding a paperdag project into a committed git + DVC repository with dvc.yaml rendered."""
+def commit_project(dest: Path, message: str, render: bool = True) -> Path:
+    """Turn a directory holding a paperdag project into a committed git + DVC repository with dvc.yaml rendered
+    (`render=False`: it already is)."""
     git(dest, "init", "-q", "-b", "main")
     git(dest, "config", "user.email", "t@example.com")
     git(dest, "config", "user.name", "test")
     (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
     dvc(dest, "init", "-q")
-    cli(dest, "render")
+    if render:
+        cli(dest, "render")
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", message)
     return dest
@@ -64,42 +67,37 @@ def make_repo(dest: Path, resource: str = "toy") -> Path:
     return commit_project(dest, "fixture")
 
 
-def pipeline_repo(dest: Path, pipeline: str, overrides: list[str] = ()) -> Path:
-    """A committed git+DVC repository holding one of this repository's real pipelines (its declaration, stage
-    module, the code it imports, params.yaml), with `overrides` (KEY=VALUE, e.g. a smoke scale) applied."""
-    from paperdag.engine.codedeps import code_deps
+def pipeline_repo(dest: Path, pipeline: str, overrides: list[str] = (), smoke: bool = False) -> Path:
+    """A committed git+DVC repository holding one of this repository's real pipelines (paperdag.engine.scratch:
+    its declaration, stage module, the code it imports, its params), at the smoke scale its declaration gives when
+    `smoke`, with `overrides` (KEY=VALUE) applied on top."""
     from paperdag.engine.params import set_params
+    from paperdag.engine.render import render
+    from paperdag.engine.scratch import copy_pipeline
+    from paperdag.engine.spec import load_project
 
-    files = ["params.yaml", f"pipelines/{pipeline}.yaml", "stages/__init__.py", *code_deps(REPO, f"stages/{pipeline}.py")]
-    for rel in files:
-        src, target = REPO / rel, dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copyfile(src, target)
-    params = yaml.safe_load((dest / "params.yaml").read_text())
-    (dest / "params.yaml").write_text(yaml.safe_dump({"base": params["base"], pipeline: params[pipeline]}, sort_keys=False))
+    copy_pipeline(REPO, pipeline, dest, smoke=smoke)
     if overrides:
         set_params(dest, list(overrides))
-    return commit_project(dest, f"{pipeline} pipeline")
+        render(load_project(dest))  # a path param's file is a dep in dvc.yaml
+    return commit_project(dest, f"{pipeline} pipeline", render=False)
+
+
+@dataclass(frozen=True)
+class SmokeBuild:
+    """A real pipeline's scratch repo at its declared smoke scale, after one `dvc repro`."""
+
+    repo: Path
+    output: str  # that `dvc repro`'s stdout
+    seconds: float  # copying, committing and the `dvc repro`
+
+
+def smoke_group(pipeline: str) -> pytest.MarkDecorator:
+    """The pytest-xdist group of every test that reads `pipeline`'s shared smoke repo (conftest.py `smoke_build`):
+    one worker runs them all, so the repo is built once."""
+    return pytest.mark.xdist_group(f"smoke-{pipeline}")
 
 
 def stages_run(dvc_output: str) -> list[str]:
     """The stages a `dvc repro` output says it ran."""
     return [line.split("'")[1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]
-
-
-
-
-def missing_outputs(repo: Path, pipeline: str) -> list[str]:
-    """The declared outputs of `pipeline` (matrix elements expanded) that are absent or empty in `repo`."""
-    from paperdag.engine.spec import load_project
-
-    missing = []
-    for stage in load_project(repo).order(pipeline):
-        for a in stage.outputs.values():
-            p = repo / a.path
-            if not (p.is_dir() and any(p.iterdir()) or p.is_file() and p.stat().st_size > 0):
-                missing.append(a.path)
-    return missing
