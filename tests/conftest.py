@@ -38,7 +38,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 @pytest.fixture(scope="session")
 def smoke_build(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SmokeBuild]:
     """pipeline -> its SmokeBuild, built on first use and shared by every test of the session that asks
-    (tests/pipelines/test_contract.py, tests/methods/<m>/test_pipeline.py; mark them support.smoke_group so that one
+    (tests/pipelines/test_contract.py, tests/methods/<m>/test_<m>_pipeline.py; mark them support.smoke_group so that one
     worker runs them). Copy the repo before changing it."""
     built: dict[str, SmokeBuild] = {}
     failed: dict[str, str] = {}

@@ -1,7 +1,7 @@
 """What every pipeline under pipelines/ must satisfy end to end, each run once at the smoke scale its declaration
 gives (`smoke:`; conftest.py `smoke_build`): `dvc repro` runs every declared stage, every declared output reads back
 by its type, a second `dvc repro` runs nothing, and every declared claim is judged. What is particular to a method
-is asserted on the same built repo in tests/methods/<m>/test_pipeline.py."""
+is asserted on the same built repo in tests/methods/<m>/test_<m>_pipeline.py."""
 
 from __future__ import annotations
 
