@@ -15,22 +15,34 @@ from typing import Callable
 
 import pytest
 
-from support import SmokeBuild, dvc, make_repo, pipeline_repo
+from support import REPO, SmokeBuild, dvc, make_repo, pipeline_repo, smoke_group
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadgroup` (pyproject addopts), with the tests outside a group kept together by file as `--dist
     loadfile` keeps them: a pipeline's smoke tests (support.smoke_group) share one worker wherever their files are,
-    and a file's module fixtures are still built once."""
+    and a file's module fixtures are still built once. The smoke groups go out first, so that no build of minutes
+    starts after the short files are done."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
+
+    from paperdag.engine.spec import load_project
+
+    # a smoke build takes minutes, about in proportion to its stages (each a fresh process; counted at default
+    # scale): the most stages first
+    stages = {smoke_group(p.name).args[0]: len(p.stages) for p in load_project(REPO).pipelines.values()}
 
     class LoadGroupOrFile(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
             return nodeid.split("::", 1)[0] if scope == nodeid else scope
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in sorted((s for s in self.workqueue if s in stages), key=stages.get):
+                self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return LoadGroupOrFile(config, log)
 
