@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import PaperdagError
 
 
@@ -35,10 +36,8 @@ def commit(root: Path, dvc_name: str) -> None:
 
 
 def lock(root: Path) -> dict:
-    import yaml
-
     path = Path(root) / "dvc.lock"
-    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (load_yaml(path.read_text()) or {}) if path.exists() else {}
 
 
 def locked_outputs(root: Path) -> dict[str, str]:

@@ -12,7 +12,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from paperdag.engine.errors import SpecError
-from paperdag.engine.fsutil import atomic_write_text
+from paperdag.engine.fsutil import atomic_write_text, load_yaml
 
 PARAMS_FILE = "params.yaml"
 
@@ -22,7 +22,7 @@ def load_params(root: Path) -> dict[str, Any]:
     if not path.exists():
         raise SpecError(PARAMS_FILE, "(file)", f"missing; expected at {path}")
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = load_yaml(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise SpecError(PARAMS_FILE, "(file)", f"not valid YAML ({e})") from None
     if not isinstance(doc, dict):

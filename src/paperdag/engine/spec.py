@@ -17,12 +17,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import networkx as nx
 import yaml
 
 from paperdag.engine import numerics
 from paperdag.engine.claims import Claim, claims_path
 from paperdag.engine.claims import parse as parse_claims
+from paperdag.engine.dag import Dag
+from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import SpecError
 from paperdag.engine.params import load_params, lookup
 
@@ -135,14 +136,10 @@ class Project:
         return {a.path: s for s in self.stages.values() for a in s.outputs.values()}
 
     @cached_property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> Dag:
         """Stage addresses, with an edge from producer to consumer."""
-        g = nx.DiGraph()
-        g.add_nodes_from(self.stages)
-        for s in self.stages.values():
-            for path in s.dep_paths:
-                g.add_edge(self.producers[path].address, s.address)
-        return g
+        edges = [(self.producers[path].address, s.address) for s in self.stages.values() for path in s.dep_paths]
+        return Dag(self.stages, edges)
 
     def pipeline(self, name: str) -> Pipeline:
         if name not in self.pipelines:
@@ -159,13 +156,12 @@ class Project:
 
     def order(self, pipeline: str | None = None) -> list[Stage]:
         """Stages in a stable topological order, optionally only one pipeline's."""
-        order = nx.lexicographical_topological_sort(self.graph)
-        stages = [self.stages[a] for a in order]
+        stages = [self.stages[a] for a in self.graph.order()]
         return [s for s in stages if pipeline is None or s.pipeline == pipeline]
 
     def upstream(self, address: str) -> list[Stage]:
         """The stage and every stage it depends on, in topological order."""
-        keep = nx.ancestors(self.graph, address) | {address}
+        keep = self.graph.ancestors(address) | {address}
         return [s for s in self.order() if s.address in keep]
 
 
@@ -209,7 +205,7 @@ def _claims_volatile(project: Project) -> None:
 def _read_yaml(path: Path, root: Path) -> Any:
     rel = path.relative_to(root).as_posix()
     try:
-        return yaml.safe_load(path.read_text())
+        return load_yaml(path.read_text())
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "?"
@@ -444,14 +440,10 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
                 for path in param_paths(params, key):
                     if not (project.root / path).is_file():
                         raise SpecError("params.yaml", key, f"{path} does not exist (\"\" for none)")
-    graph = project.graph
-    try:
-        cycle = nx.find_cycle(graph)
-    except nx.NetworkXNoCycle:
-        cycle = None
+    cycle = project.graph.cycle()
     if cycle:
-        first = project.stages[cycle[0][0]]
-        loop = " -> ".join([a for a, _ in cycle] + [cycle[0][0]])
+        first = project.stages[cycle[0]]
+        loop = " -> ".join(cycle)
         raise SpecError(project.pipelines[first.pipeline].file, f"stages.{first.name}", f"dependency cycle: {loop}")
     for p in project.pipelines.values():
         module = project.root / p.module_file
