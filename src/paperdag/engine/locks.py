@@ -18,6 +18,7 @@ from paperdag.engine.errors import LockBusy
 
 RUN_LOCK = ".paperdag/run.lock"
 DVC_LOCK = ".dvc/tmp/lock"
+RWLOCK = ".dvc/tmp/rwlock"
 _held: dict[str, int] = {}  # run locks this process holds (path -> depth): a flow in this process may re-enter
 
 
@@ -82,8 +83,38 @@ def refuse_if_running(root: Path) -> None:
                        "to finish instead of running stages beside it")
 
 
+def _dvc_writers(root: Path) -> list[tuple[int, str]]:
+    """(pid, command) of the live DVC processes holding paths in DVC's rwlock (`dvc repro` holds its stages' outs and
+    deps there while their commands run; its repo lock it holds only while it plans and commits)."""
+    import json
+
+    try:
+        info = json.loads((Path(root) / RWLOCK).read_text())
+    except (OSError, ValueError):
+        return []
+    entries = [*info.get("write", {}).values(), *(e for v in info.get("read", {}).values() for e in v)]
+    found = {(e["pid"], e.get("cmd", "dvc")) for e in entries if isinstance(e, dict) and isinstance(e.get("pid"), int)}
+    return sorted((pid, cmd) for pid, cmd in found if _alive(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def refuse_if_dvc_busy(root: Path) -> None:
-    """Refuse while a DVC command (a `dvc repro`, most likely) holds the repository's DVC lock."""
-    pid = _busy(Path(root).resolve() / DVC_LOCK)
+    """Refuse while a DVC command (a `dvc repro`, most likely) works in the repository."""
+    root = Path(root).resolve()
+    pid = _busy(root / DVC_LOCK)
+    writers = _dvc_writers(root)
+    if pid is None and writers:
+        pid = str(writers[0][0])
     if pid is not None:
-        raise LockBusy(f"a DVC command (pid {pid}, e.g. `dvc repro`) is running in {root}; wait for it to finish")
+        cmd = next((c for p, c in writers if str(p) == pid), "")
+        raise LockBusy(f"a DVC command (pid {pid}, {f'`{cmd}`' if cmd else 'e.g. `dvc repro`'}) is running in {root}; "
+                       "wait for it to finish")

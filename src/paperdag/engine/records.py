@@ -158,10 +158,11 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def drain(root: Path, wait: bool = True) -> int | None:
     """Log every finished (or dead) record to MLflow and remove it; return how many were logged.
 
-    With `wait`, wait for a drainer that is running; without, return None at once if one is."""
+    With `wait`, wait for a drainer that is running (so that MLflow's store is settled afterwards, tables included);
+    without, return None at once if one is."""
     root = Path(root)
     d = runs_dir(root)
-    if not pending(root):
+    if not d.is_dir():
         return 0
     logged = 0
     with open(d / "drain.lock", "a") as lock:
