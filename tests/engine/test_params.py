@@ -84,7 +84,7 @@ class Bounded:
 @pytest.mark.parametrize(
     "override, key, fragment",
     [({"count": 0}, "m.count", "greater than 0"), ({"count": -5}, "m.count", "greater than 0"),
-     ({"share": 1.5}, "m.share", "less than or equal to 1"), ({"sizes": [2, 0]}, "m.sizes", "greater than 0")],
+     ({"share": 1.5}, "m.share", "less than or equal to 1"), ({"sizes": [2, 0]}, "m.sizes[1]", "got 0 (Input should be greater than 0)")],
 )
 def test_impossible_value_of_the_right_type_names_the_key_and_what_is_allowed(override: dict, key: str, fragment: str) -> None:
     """A params field's constraint (pydantic Annotated / PositiveInt) is checked: 0 for a count, 1.5 for a fraction."""
@@ -95,20 +95,19 @@ def test_impossible_value_of_the_right_type_names_the_key_and_what_is_allowed(ov
     assert e.value.file == "params.yaml" and e.value.key == key and fragment in e.value.problem
 
 
-def _stage_module(path: Path) -> ModuleType:
+def _stage_module(path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """A stage module loaded from its file, registered while the test runs (type hints resolve in its namespace)."""
     spec = importlib.util.spec_from_file_location(f"stages_{path.stem}", path)
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
     return module
 
 
 @pytest.mark.parametrize("bad", [0, -5])
-def test_mfc_points_per_cluster_must_be_positive(bad: int) -> None:
+def test_mfc_points_per_cluster_must_be_positive(bad: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """mfc.train.points_per_cluster -5 used to be accepted and 0 to raise ZeroDivisionError inside the stage."""
-    module = _stage_module(REPO / "stages" / "mfc.py")
+    module = _stage_module(REPO / "stages" / "mfc.py", monkeypatch)
     params = load_params(REPO)
     params["mfc"]["train"]["points_per_cluster"] = bad
     with pytest.raises(SpecError, match=r"^params.yaml: mfc.train.points_per_cluster: .*greater than 0"):

@@ -7,8 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from paperdag.engine.errors import PaperdagError
+
+if TYPE_CHECKING:
+    from paperdag.engine.spec import Project
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -76,13 +80,25 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _validated_project(root: Path, pipelines: list[str] | None = None, params: dict[str, Any] | None = None) -> Project:
+    """The project, with the typed params of every stage (of `pipelines`) built: a wrong type, an impossible value or
+    a key no stage reads is an error naming its params.yaml key before any stage work (imports every stage module)."""
+    from paperdag.engine.params import load_params
+    from paperdag.engine.runner import check_params
+    from paperdag.engine.spec import load_project
+
+    params = load_params(root) if params is None else params
+    project = load_project(root, params)
+    check_params(project, params, pipelines)
+    return project
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     root = find_root()
     if args.command == "render":
         from paperdag.engine.render import render
-        from paperdag.engine.spec import load_project
 
-        current = render(load_project(root), check=args.check)
+        current = render(_validated_project(root), check=args.check)
         if args.check and not current:
             print("paperdag: dvc.yaml has drifted from pipelines/: run `paperdag render`", file=sys.stderr)
             return 1
@@ -99,6 +115,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         run_stage(root, args.address)
         return 0
     if args.command in ("run", "schedule", "serve"):
+        if args.command == "run" and not args.overrides:  # refused before Prefect is even imported
+            _validated_project(root, [args.pipeline])
         from paperdag.engine.settings import prefect_defaults
 
         prefect_defaults(root)
@@ -107,12 +125,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "run":
             if args.overrides:
                 from paperdag.engine.params import set_params
-                from paperdag.engine.spec import load_project
 
-                with flow.repo_lock(root):
-                    for key, old, new in set_params(root, args.overrides):
+                with flow.repo_lock(root):  # the whole project must validate with the new values before they are written
+                    for key, old, new in set_params(root, args.overrides, lambda p: _validated_project(root, params=p)):
                         print(f"params.yaml: {key}: {old!r} -> {new!r}", file=sys.stderr)
-                    load_project(root)  # the new values must still validate
             status = flow.run_pipeline(root, args.pipeline, args.runner, args.address, args.workers)
             for stage, state in status.items():
                 print(f"{stage}: {state}")
@@ -140,9 +156,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0 if all(r["reproduced"] for r in results) else 1
     if args.command == "claims":
         from paperdag.engine import claims
-        from paperdag.engine.spec import load_project
 
-        project = load_project(root)
+        project = _validated_project(root, args.pipelines or None)
         names = args.pipelines or [n for n, p in sorted(project.pipelines.items()) if p.claims]
         judged, errors = {}, []
         for n in names:  # one pipeline's bad claim is reported, the others are still judged

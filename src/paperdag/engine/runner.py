@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, get_type_hints
+from typing import Any, Callable, Iterable, get_type_hints
 
 from paperdag.engine import artifacts, stable
 from paperdag.engine.errors import StageError
@@ -82,6 +82,16 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     seed = stage_seed(params, stage.address)
     typed = build(cls, collect(params, stage.params), seed, stage.address, stage.item)
     return fn, {"params": typed}, seed
+
+
+def check_params(project: Project, params: dict[str, Any], pipelines: Iterable[str] | None = None) -> None:
+    """Build the typed params of every stage (of `pipelines`) as `prepare` does: a wrong type, an impossible value
+    or an unknown key is an error naming its params.yaml key before any stage work. It imports every stage module,
+    so only the commands that act on params call it (render, run, claims), not `paperdag list`."""
+    wanted = set(project.pipelines if pipelines is None else pipelines)
+    for stage in project.stages.values():
+        if stage.pipeline in wanted and not stage.builtin:
+            prepare(project, params, stage)
 
 
 def _claims_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:
