@@ -3,7 +3,8 @@
 A pipeline file declares stages; each stage names its inputs (deps: name -> path), the params.yaml keys it
 reads, and its outputs (outs / metrics / plots: name -> path, typed by extension). Validation is whole-project:
 every input must be some stage's output, no path has two producers, the stage graph has no cycle, every
-params key exists, every stage function exists in stages/<pipeline>.py.
+params key a stage declares exists and every params.yaml key is read, path params stay inside the repository,
+every stage function exists in stages/<pipeline>.py.
 """
 
 from __future__ import annotations
