@@ -80,9 +80,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     root = find_root()
     if args.command == "render":
         from paperdag.engine.render import render
-        from paperdag.engine.spec import load_project
 
-        current = render(load_project(root), check=args.check)
+        from paperdag.engine.runner import validated_project
+
+        current = render(validated_project(root), check=args.check)
         if args.check and not current:
             print("paperdag: dvc.yaml has drifted from pipelines/: run `paperdag render`", file=sys.stderr)
             return 1

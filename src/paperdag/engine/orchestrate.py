@@ -15,7 +15,7 @@ from paperdag.engine import locks
 from paperdag.engine.errors import StageError
 from paperdag.engine.render import ensure_rendered
 from paperdag.engine.settings import prefect_defaults
-from paperdag.engine.spec import load_project
+from paperdag.engine.runner import validated_project
 from paperdag.engine.status import stale_stages
 
 
@@ -39,9 +39,10 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
         if overrides:
             from paperdag.engine.params import set_params
 
-            for key, old, new in set_params(root, list(overrides)):
+            # the whole project must validate with the new values before they are written
+            for key, old, new in set_params(root, list(overrides), lambda p: validated_project(root, params=p)):
                 print(f"params.yaml: {key}: {old!r} -> {new!r}", file=sys.stderr)
-        project = load_project(root)
+        project = validated_project(root, [pipeline])  # a bad value is refused before Prefect starts
         ensure_rendered(project)
         from paperdag.engine.prefect_server import temporary_server
 

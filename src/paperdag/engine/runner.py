@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, get_type_hints
+from typing import Any, Callable, Iterable, get_type_hints
 
 from paperdag.engine import artifacts, stable
 from paperdag.engine.errors import StageError
@@ -84,6 +84,25 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     seed = stage_seed(params, stage.address)
     typed = build(cls, collect(params, stage.params), seed, stage.address, stage.item)
     return fn, {"params": typed}, seed
+
+
+def validated_project(root: Path, pipelines: list[str] | None = None, params: dict[str, Any] | None = None) -> Project:
+    """The project, with the typed params of every stage (of `pipelines`) built: a wrong type, an impossible value or
+    a key no stage reads is an error naming its params.yaml key before any stage work (imports the stage modules)."""
+    params = load_params(root) if params is None else params
+    project = load_project(root, params)
+    check_params(project, params, pipelines)
+    return project
+
+
+def check_params(project: Project, params: dict[str, Any], pipelines: Iterable[str] | None = None) -> None:
+    """Build the typed params of every stage (of `pipelines`) as `prepare` does: a wrong type, an impossible value
+    or an unknown key is an error naming its params.yaml key before any stage work. It imports every stage module,
+    so only the commands that act on params call it (render, run, claims), not `paperdag list`."""
+    wanted = set(project.pipelines if pipelines is None else pipelines)
+    for stage in project.stages.values():
+        if stage.pipeline in wanted and not stage.builtin:
+            prepare(project, params, stage)
 
 
 def _claims_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:
