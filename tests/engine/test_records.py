@@ -15,6 +15,7 @@ import pytest
 
 from support import cli, dvc, git
 from paperdag.engine import records
+from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.tracking import client
 
 OFF = {records.DRAIN_ENV: "off"}
@@ -131,3 +132,25 @@ def test_a_running_stage_is_not_marked_killed(built_toy: Path) -> None:
     assert records.drain(built_toy) == 0 and len(records.pending(built_toy)) == 1
     assert p.wait(120) == 0
     assert max(runs(built_toy, "left"), key=lambda r: r.info.start_time).info.status == "FINISHED"
+
+
+def test_lineage_reads_the_run_index_and_rebuilds_it_when_mlflow_changed(built_toy: Path) -> None:
+    """`paperdag lineage` finds the same runs as MLflow, from the run index without importing MLflow; a run deleted
+    in MLflow (its store changed after the index) is gone at the next read (the index is rebuilt)."""
+    from paperdag.engine.lineage import runs_by_output
+    from paperdag.engine.records import INDEX
+
+    def from_mlflow() -> set[str]:
+        return {r.info.run_id for r in runs(built_toy, "combine") if r.info.status == "FINISHED"}
+
+    key = ("data/toy/metrics.json", dvc_md5(built_toy / "data/toy/metrics.json"))
+    assert {r["run_id"] for r in runs_by_output(built_toy)[key]} == from_mlflow() != set()
+    assert (built_toy / INDEX).exists()
+    code = ("import sys; from pathlib import Path; from paperdag.engine.lineage import runs_by_output; "
+            "found = runs_by_output(Path('.')); print(len(found), 'mlflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=built_toy, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(len(runs_by_output(built_toy))), "False"]
+    gone = sorted(from_mlflow())[0]
+    time.sleep(0.01)
+    client(built_toy).delete_run(gone)
+    assert gone not in {r["run_id"] for r in runs_by_output(built_toy).get(key, [])}

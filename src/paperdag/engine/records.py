@@ -213,6 +213,7 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
     from paperdag.engine import tracking
 
     exp = tracking.experiment_id(client, root, doc["experiment"])
+    indexed = _index_current(root)  # else the next reader rebuilds it from MLflow: appending would not make it whole
     found = client.search_runs([exp], filter_string=f"tags.`{RECORD_TAG}` = '{doc['id']}'", max_results=1)
     if found and found[0].info.status in TERMINAL:
         return found[0].info.run_id  # logged before a crash that left the record behind
@@ -235,6 +236,8 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
         if (d / rel).exists():
             client.log_artifact(run_id, str(d / rel), subdir)
     client.set_terminated(run_id, status=doc["status"], end_time=doc["end_ms"])
+    if indexed:
+        _index_append(root, [index_entry(run_id, exp, doc["status"], tags)])
     return run_id
 
 
@@ -247,6 +250,65 @@ def _parent_run(client: Any, root: Path, record_id: str, experiment_id: str) -> 
         found = client.search_runs([experiment_id], filter_string=f"tags.`{RECORD_TAG}` = '{record_id}'", max_results=1)
         return found[0].info.run_id if found else ""
     return _log(client, root, {**doc, "status": "RUNNING"})
+
+
+# The run index: what the drainer logged, one line per run, written after MLflow has it. `paperdag lineage` reads
+# it instead of importing MLflow and opening its store (3-5 s); when MLflow's store changed after it (a run deleted
+# in MLflow's UI, runs logged by another tool, an index lost), it is rebuilt from MLflow.
+INDEX = ".paperdag/run-index.jsonl"
+_INDEXED_TAGS = ("git.commit", "git.dirty", "mlflow.parentRunId", "prefect.flow_run_id", "paperdag.pipeline",
+                 "paperdag.stage")
+
+
+def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str]) -> dict[str, Any]:
+    from paperdag.engine.tracking import OUT_TAG
+
+    keep = {k: v for k, v in tags.items() if k.startswith(OUT_TAG) or k in _INDEXED_TAGS}
+    return {"run_id": run_id, "experiment": experiment_id, "status": status, "tags": keep}
+
+
+def _index_append(root: Path, entries: list[dict[str, Any]]) -> None:
+    with open(Path(root) / INDEX, "a") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in entries))
+
+
+def _store_mtime(root: Path) -> int | None:
+    """When the default SQLite store last changed (None: another store, which cannot be checked by a stat)."""
+    from paperdag.engine.tracking import tracking_uri
+
+    if tracking_uri(root) != f"sqlite:///{Path(root).resolve() / 'mlflow.db'}":
+        return None
+    files = [Path(root) / n for n in ("mlflow.db", "mlflow.db-wal")]
+    return max((f.stat().st_mtime_ns for f in files if f.exists()), default=0)
+
+
+def _index_current(root: Path) -> bool:
+    """Whether the index holds every run of the store: written after the store's last change."""
+    changed = _store_mtime(root)
+    index = Path(root) / INDEX
+    return changed is not None and index.exists() and index.stat().st_mtime_ns >= changed
+
+
+def indexed_runs(root: Path) -> list[dict[str, Any]]:
+    """Every run MLflow holds, as index entries: from the index when it is current, else rebuilt from MLflow."""
+    root = Path(root)
+    drain(root)
+    index = root / INDEX
+    changed = _store_mtime(root)
+    if _index_current(root):
+        return [json.loads(line) for line in index.read_text().splitlines() if line.strip()]
+    from paperdag.engine.tracking import client
+
+    c = client(root, drain=False)
+    exps = [e.experiment_id for e in c.search_experiments()]
+    found = c.search_runs(exps, max_results=50_000) if exps else []
+    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags) for r in found]
+    if changed is not None:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
+        tmp.write_text("".join(json.dumps(e) + "\n" for e in entries))
+        os.replace(tmp, index)
+    return entries
 
 
 def start_drainer(root: Path) -> None:
