@@ -53,8 +53,31 @@ def set_param(repo: Path, old: str, new: str) -> None:
     p.write_text(text.replace(old, new))
 
 
+EMPTY_PIPELINE = """description: One stage that does nothing, imports nothing (the engine's own cost per stage).
+stages:
+  nothing:
+    outs:
+      out: data/empty/out.json
+"""
+EMPTY_STAGE = '''"""A stage with no work and no imports."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NothingParams:
+    seed: int
+
+
+def nothing(params: NothingParams) -> dict:
+    return {"out": {}}
+'''
+
+
 def make_repo(dest: Path) -> Path:
     shutil.copytree(TOY, dest)
+    (dest / "pipelines" / "empty.yaml").write_text(EMPTY_PIPELINE)
+    (dest / "stages" / "empty.py").write_text(EMPTY_STAGE)
     for args in (["init", "-q"], ["config", "user.email", "b@example.com"], ["config", "user.name", "bench"]):
         subprocess.run(["git", *args], cwd=dest, check=True)
     (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
@@ -137,10 +160,13 @@ def main() -> None:
         noop = [dvc(repo, "repro") for _ in range(args.repeats)]
         results["noop_dvc_repro_s"] = statistics.median(noop)
 
+        empty = [paperdag(repo, "stage", "empty:nothing") for _ in range(args.repeats)]
         via_cli = [paperdag(repo, "stage", "toy:make") for _ in range(args.repeats)]
         bare = [sh(repo, sys.executable, "-c", "import paperdag.engine.runner") for _ in range(args.repeats)]
         direct = in_process_stage_seconds(repo, args.repeats)
         results["stage"] = {
+            "empty_stage_s": statistics.median(empty),
+            "empty_over_import_runner_s": statistics.median(empty) - statistics.median(bare),
             "paperdag_stage_s": statistics.median(via_cli),
             "import_runner_s": statistics.median(bare),
             "direct_call_s": direct,
@@ -150,6 +176,7 @@ def main() -> None:
                     "(MLflow gets it from a detached drainer, off the stage's path)",
         }
         dvc(repo, "commit", "-f", "toy-make")
+        dvc(repo, "commit", "-f", "empty-nothing")
         paperdag(repo, "lineage", "data/toy/metrics.json")  # drains: MLflow's store exists before it is timed
         results["commands"] = {
             "list_s": statistics.median(paperdag(repo, "list") for _ in range(args.repeats)),
@@ -210,8 +237,10 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2) + "\n")
     s, p, f, c, v = results["stage"], results["parallel"], results["prefect_startup"], results["commands"], results["server_start"]
     print(f"no-op dvc repro (4 stages)           {results['noop_dvc_repro_s']:.2f} s")
-    print(f"paperdag stage vs direct call        {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s; "
-          f"{s['over_import_runner_s']:+.2f} s over `import paperdag.engine.runner`, {s['import_runner_s']:.2f} s)")
+    print(f"empty stage                          {s['empty_stage_s']:.2f} s ({s['empty_over_import_runner_s']:+.2f} s over "
+          f"`python -c 'import paperdag.engine.runner'`, {s['import_runner_s']:.2f} s)")
+    print(f"paperdag stage toy:make vs direct    {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s; "
+          f"{s['over_import_runner_s']:+.2f} s over the import)")
     print(f"paperdag list / lineage / up-to-date run   {c['list_s']:.2f} / {c['lineage_s']:.2f} / {c['up_to_date_run_s']:.2f} s")
     print(f"Prefect server to healthy            template {v['template_s']:.1f} s, fresh database {v['fresh_s']:.1f} s")
     print(f"two independent {p['work_seconds_per_stage']:.0f} s stages         span {p['span_sequential_s']:.1f} s sequential / "

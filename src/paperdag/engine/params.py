@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, get_args, get_origin, get_type_hints
 
 import yaml
-from pydantic import Field, TypeAdapter, ValidationError
 
 from paperdag.engine.errors import SpecError
 from paperdag.engine.fsutil import atomic_write_text, load_yaml
@@ -17,9 +16,22 @@ from paperdag.engine.fsutil import atomic_write_text, load_yaml
 PARAMS_FILE = "params.yaml"
 
 # Constraints for the fields of stage params dataclasses, beside pydantic's PositiveInt, NonNegativeInt,
-# PositiveFloat and NonNegativeFloat; `build` checks them and names the params.yaml key a value breaks.
-Fraction = Annotated[float, Field(ge=0, le=1)]  # a share or probability, 0..1
-PositiveFraction = Annotated[float, Field(gt=0, le=1)]  # a share that must keep something: (0, 1]
+# PositiveFloat and NonNegativeFloat; `build` checks them and names the params.yaml key a value breaks. Made on first
+# use (PEP 562): `paperdag stage` reads params.yaml before it re-executes itself, without importing pydantic.
+_BOUNDS = {
+    "Fraction": {"ge": 0, "le": 1},  # a share or probability, 0..1
+    "PositiveFraction": {"gt": 0, "le": 1},  # a share that must keep something: (0, 1]
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BOUNDS:
+        from pydantic import Field
+
+        value = Annotated[float, Field(**_BOUNDS[name])]
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_params(root: Path) -> dict[str, Any]:
@@ -90,6 +102,8 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
     for name, f in fields.items():
         if name in flat:
             source, raw = flat[name]
+            from pydantic import TypeAdapter, ValidationError
+
             try:
                 values[name] = TypeAdapter(hints[name]).validate_json(json.dumps(raw), strict=True)
             except ValidationError as e:
