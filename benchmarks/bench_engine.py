@@ -1,7 +1,9 @@
 """Engine overheads, measured on the toy diamond pipeline (tests/resources/toy) in a throw-away repository.
 
 - no-op `dvc repro` of the whole (toy) repo;
-- per-stage overhead of `paperdag stage` over calling the stage function in-process;
+- per-stage overhead of `paperdag stage` over calling the stage function in-process, and over a bare
+  `python -c "import paperdag.engine.runner"` (interpreter start and the engine's imports);
+- the read-only commands a user types: `paperdag list`, `paperdag lineage ARTIFACT`, an up-to-date `paperdag run`;
 - `paperdag run` on two independent equal stages: concurrent (2 workers) vs sequential (1 worker), as the span
   from the first start to the last end of the two stages' MLflow runs (same machine, same run of this script);
 - Prefect start-up: one stale stage rerun by `paperdag run` (temporary Prefect server, flow, dvc commit) minus
@@ -51,8 +53,31 @@ def set_param(repo: Path, old: str, new: str) -> None:
     p.write_text(text.replace(old, new))
 
 
+EMPTY_PIPELINE = """description: One stage that does nothing, imports nothing (the engine's own cost per stage).
+stages:
+  nothing:
+    outs:
+      out: data/empty/out.json
+"""
+EMPTY_STAGE = '''"""A stage with no work and no imports."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NothingParams:
+    seed: int
+
+
+def nothing(params: NothingParams) -> dict:
+    return {"out": {}}
+'''
+
+
 def make_repo(dest: Path) -> Path:
     shutil.copytree(TOY, dest)
+    (dest / "pipelines" / "empty.yaml").write_text(EMPTY_PIPELINE)
+    (dest / "stages" / "empty.py").write_text(EMPTY_STAGE)
     for args in (["init", "-q"], ["config", "user.email", "b@example.com"], ["config", "user.name", "bench"]):
         subprocess.run(["git", *args], cwd=dest, check=True)
     (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
@@ -98,6 +123,25 @@ def in_process_stage_seconds(repo: Path, repeats: int) -> float:
     return statistics.median(times)
 
 
+def server_start_seconds(tmp: Path, repeats: int) -> dict[str, float]:
+    """The temporary Prefect server, from start to healthy: on a copy of the migrated template, and on a fresh home
+    (Prefect migrates the database itself)."""
+    code = ("import os, sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter()\n"
+            "from paperdag.engine.prefect_server import temporary_server\n"
+            "with temporary_server() as ready: ready(); print(time.perf_counter() - t)\n")
+
+    def once(home: Path, template: bool) -> float:
+        env = {**os.environ, "PREFECT_HOME": str(home)}
+        env.pop("PREFECT_API_URL", None)
+        if not template:  # Prefect's own path: no database copied in, it migrates one
+            env["PREFECT_API_DATABASE_CONNECTION_URL"] = f"sqlite+aiosqlite:///{home / 'fresh.db'}"
+        r = subprocess.run([sys.executable, "-c", code, str(REPO / "src")], env=env, capture_output=True, text=True, check=True)
+        return float(r.stdout.strip().splitlines()[-1])
+
+    return {"template_s": statistics.median(once(tmp / f"tpl-{i}", True) for i in range(repeats)),
+            "fresh_s": statistics.median(once(tmp / f"fresh-{i}", False) for i in range(repeats))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work-seconds", type=float, default=15.0, help="compute per independent stage in the concurrency test")
@@ -116,15 +160,29 @@ def main() -> None:
         noop = [dvc(repo, "repro") for _ in range(args.repeats)]
         results["noop_dvc_repro_s"] = statistics.median(noop)
 
+        empty = [paperdag(repo, "stage", "empty:nothing") for _ in range(args.repeats)]
         via_cli = [paperdag(repo, "stage", "toy:make") for _ in range(args.repeats)]
+        bare = [sh(repo, sys.executable, "-c", "import paperdag.engine.runner") for _ in range(args.repeats)]
         direct = in_process_stage_seconds(repo, args.repeats)
         results["stage"] = {
+            "empty_stage_s": statistics.median(empty),
+            "empty_over_import_runner_s": statistics.median(empty) - statistics.median(bare),
             "paperdag_stage_s": statistics.median(via_cli),
+            "import_runner_s": statistics.median(bare),
             "direct_call_s": direct,
             "overhead_s": statistics.median(via_cli) - direct,
-            "note": "paperdag stage = process start + imports + validation + MLflow run (import ~4 s, open ~2 s) + md5s",
+            "over_import_runner_s": statistics.median(via_cli) - statistics.median(bare),
+            "note": "paperdag stage = process start, numerics re-exec, imports, validation, md5s, a run record "
+                    "(MLflow gets it from a detached drainer, off the stage's path)",
         }
         dvc(repo, "commit", "-f", "toy-make")
+        dvc(repo, "commit", "-f", "empty-nothing")
+        paperdag(repo, "lineage", "data/toy/metrics.json")  # drains: MLflow's store exists before it is timed
+        results["commands"] = {
+            "list_s": statistics.median(paperdag(repo, "list") for _ in range(args.repeats)),
+            "lineage_s": statistics.median(paperdag(repo, "lineage", "data/toy/metrics.json") for _ in range(args.repeats)),
+            "up_to_date_run_s": statistics.median(paperdag(repo, "run", "toy", env=env) for _ in range(args.repeats)),
+        }
 
         # two independent equal stages: concurrent vs sequential, same repo, same script run
         set_param(repo, "seconds: 0.0", f"seconds: {args.work_seconds}")
@@ -166,22 +224,30 @@ def main() -> None:
             "one_stage_dvc_repro_s": statistics.median(t_dvc),
             "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),
             "one_stage_paperdag_run_fresh_home_s": t_fresh,
+            "ratio_paperdag_run_over_dvc_repro": statistics.median(t_reused) / statistics.median(t_dvc),
             "prefect_cost_reused_home_s": statistics.median(t_reused) - statistics.median(t_dvc),
             "prefect_cost_fresh_home_s": t_fresh - statistics.median(t_dvc),
             "up_to_date_paperdag_run_s": t_noop,
-            "note": "an up-to-date `paperdag run` plans with DVC first and does not start Prefect",
+            "note": "a fresh PREFECT_HOME starts from the migrated template (prefect_server.py); an up-to-date run "
+                    "stops the server it started while DVC planned",
         }
+        results["server_start"] = server_start_seconds(Path(tmp), args.repeats)
     out = HERE / "results" / "engine.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
-    s, p, f = results["stage"], results["parallel"], results["prefect_startup"]
+    s, p, f, c, v = results["stage"], results["parallel"], results["prefect_startup"], results["commands"], results["server_start"]
     print(f"no-op dvc repro (4 stages)           {results['noop_dvc_repro_s']:.2f} s")
-    print(f"paperdag stage vs direct call        {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s)")
+    print(f"empty stage                          {s['empty_stage_s']:.2f} s ({s['empty_over_import_runner_s']:+.2f} s over "
+          f"`python -c 'import paperdag.engine.runner'`, {s['import_runner_s']:.2f} s)")
+    print(f"paperdag stage toy:make vs direct    {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s; "
+          f"{s['over_import_runner_s']:+.2f} s over the import)")
+    print(f"paperdag list / lineage / up-to-date run   {c['list_s']:.2f} / {c['lineage_s']:.2f} / {c['up_to_date_run_s']:.2f} s")
+    print(f"Prefect server to healthy            template {v['template_s']:.1f} s, fresh database {v['fresh_s']:.1f} s")
     print(f"two independent {p['work_seconds_per_stage']:.0f} s stages         span {p['span_sequential_s']:.1f} s sequential / "
           f"{p['span_concurrent_s']:.1f} s concurrent = {p['speedup']:.2f}x (whole flow {p['flow_speedup']:.2f}x)")
     print(f"one-stage change: dvc repro {f['one_stage_dvc_repro_s']:.1f} s, paperdag run {f['one_stage_paperdag_run_reused_home_s']:.1f} s "
           f"(Prefect +{f['prefect_cost_reused_home_s']:.1f} s; fresh PREFECT_HOME +{f['prefect_cost_fresh_home_s']:.1f} s); "
-          f"up-to-date run {f['up_to_date_paperdag_run_s']:.1f} s")
+          f"up-to-date run {f['up_to_date_paperdag_run_s']:.1f} s; paperdag run / dvc repro = {f['ratio_paperdag_run_over_dvc_repro']:.2f}")
     print(f"wrote {out.relative_to(REPO)}")
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import polars as pl
 from matplotlib.figure import Figure
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
+from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.lm import (
     TrainConfig,
     checkpoint_writer,
@@ -48,15 +50,15 @@ from paperdag.stats import interval, paired
 
 @dataclass(frozen=True)
 class SynthesizeParams:
-    known_entities: int
-    reading_entities: int
-    fresh_entities: int
-    test_facts: int
-    adaptive_items: int
-    adaptive_noisy_fraction: float
-    distractors: int
-    conflict_items: int
-    consistent_items: int
+    known_entities: PositiveInt
+    reading_entities: PositiveInt
+    fresh_entities: PositiveInt
+    test_facts: PositiveInt
+    adaptive_items: PositiveInt
+    adaptive_noisy_fraction: Fraction
+    distractors: NonNegativeInt
+    conflict_items: NonNegativeInt
+    consistent_items: NonNegativeInt
     seed: int
 
 
@@ -80,18 +82,18 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 @dataclass(frozen=True)
 class TrainParams:
     model_path: str
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    intermediate_size: int
-    steps: int
-    batch_size: int
-    lr: float
-    warmup_steps: int
-    mixture: dict[str, float]
-    max_new_tokens: int
+    vocab_size: PositiveInt
+    hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    intermediate_size: PositiveInt
+    steps: PositiveInt
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    warmup_steps: NonNegativeInt
+    mixture: dict[str, NonNegativeFloat]
+    max_new_tokens: PositiveInt
     replicate: int  # from the matrix element (its seed is the engine's, per element)
     seed: int
 
@@ -177,13 +179,13 @@ def _decode(model, tokenizer, views: list[list[str]], rule, max_new_tokens: int,
 
 @dataclass(frozen=True)
 class InferParams:
-    alphas: list[float]
-    cad_beta: float
+    alphas: list[Fraction]
+    cad_beta: NonNegativeFloat
     conflict_rule: str
-    relative_top: float
-    min_head: int
-    max_new_tokens: int
-    batch_size: int
+    relative_top: PositiveFraction
+    min_head: PositiveInt
+    max_new_tokens: PositiveInt
+    batch_size: PositiveInt
     replicate: int  # from the matrix element: which replicate's model decodes
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 import torch
 from matplotlib.figure import Figure
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
 from paperdag.lm import (
@@ -55,15 +56,15 @@ SETS = ("lm", "lookahead", "eval")  # language-model training, lookahead trainin
 
 @dataclass(frozen=True)
 class SynthesizeParams:
-    keys: int
-    values: int
-    pairs: int
-    min_train_pairs: int
-    lm_examples: int
-    drill_examples: int
-    drill_queries: int
-    lookahead_examples: int
-    eval_examples: int
+    keys: PositiveInt
+    values: PositiveInt
+    pairs: PositiveInt
+    min_train_pairs: PositiveInt
+    lm_examples: PositiveInt
+    drill_examples: NonNegativeInt
+    drill_queries: PositiveInt
+    lookahead_examples: PositiveInt
+    eval_examples: PositiveInt
     seed: int
 
 
@@ -96,19 +97,19 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 @dataclass(frozen=True)
 class TrainLMParams:
     model_path: str
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    intermediate_size: int
-    steps: int
-    curriculum: list[int]
-    batch_size: int
-    lr: float
-    warmup_steps: int
-    mixture: dict[str, float]
-    threads: int
+    vocab_size: PositiveInt
+    hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    intermediate_size: PositiveInt
+    steps: PositiveInt
+    curriculum: list[PositiveInt]
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    warmup_steps: NonNegativeInt
+    mixture: dict[str, NonNegativeFloat]
+    threads: PositiveInt
     seed: int
 
 
@@ -192,9 +193,9 @@ def _greedy_responses(model, tokenizer, table: pl.DataFrame, max_new_tokens: int
 
 @dataclass(frozen=True)
 class TargetsParams:
-    max_new_tokens: int
-    batch_size: int
-    threads: int
+    max_new_tokens: PositiveInt
+    batch_size: PositiveInt
+    threads: PositiveInt
 
 
 def targets(params: TargetsParams, model: Path, examples: pl.DataFrame) -> dict[str, object]:
@@ -235,14 +236,14 @@ def targets(params: TargetsParams, model: Path, examples: pl.DataFrame) -> dict[
 
 @dataclass(frozen=True)
 class TrainLookaheadParams:
-    n_tokens: int
-    rank: int
-    alpha: float
-    steps: int
-    batch_size: int
-    lr: float
-    warmup_steps: int
-    threads: int
+    n_tokens: PositiveInt
+    rank: PositiveInt
+    alpha: PositiveFloat
+    steps: PositiveInt
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    warmup_steps: NonNegativeInt
+    threads: PositiveInt
     seed: int
 
 
@@ -304,15 +305,15 @@ def _held_out_kl(lm, module: LookaheadKV, rows: list[dict], importance: dict, ba
 
 @dataclass(frozen=True)
 class InferParams:
-    budgets: list[int]
-    recent: int
-    sinks: int
-    window: int
-    kernel: int
-    draft_tokens: int
-    max_new_tokens: int
-    batch_size: int
-    threads: int
+    budgets: list[PositiveInt]
+    recent: NonNegativeInt
+    sinks: NonNegativeInt
+    window: PositiveInt
+    kernel: PositiveInt
+    draft_tokens: PositiveInt
+    max_new_tokens: PositiveInt
+    batch_size: PositiveInt
+    threads: PositiveInt
 
 
 def infer(params: InferParams, model: Path, lookahead: Path, targets: pl.DataFrame, importance: dict) -> dict[str, object]:
@@ -358,7 +359,7 @@ def infer(params: InferParams, model: Path, lookahead: Path, targets: pl.DataFra
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    small_budgets: int  # the claims' "small budgets": this many of the smallest budgets
+    small_budgets: PositiveInt  # the claims' "small budgets": this many of the smallest budgets
 
 
 def evaluate(params: EvaluateParams, train_stats: dict, lookahead_stats: dict, predictions: pl.DataFrame,

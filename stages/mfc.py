@@ -15,9 +15,11 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveInt
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
+from paperdag.engine.params import Fraction
 from paperdag.methods.mfc import (
     VARIANTS,
     EditSpace,
@@ -59,25 +61,25 @@ _POINT_SCHEMA = {
 @dataclass(frozen=True)
 class SynthesizeParams:
     instances: list[str]
-    gaussian_n: int
-    gaussian_dim: int
-    gaussian_components: int
-    gaussian_separation: float
-    gaussian_noisy_n: int
-    uniform_n: int
-    uniform_dim: int
-    hamming_n: int
-    hamming_bits: int
-    hamming_components: int
-    hamming_flip: float
-    jaccard_n: int
-    jaccard_vocabulary: int
-    jaccard_components: int
-    jaccard_set_size: int
-    edit_n: int
-    edit_length: int
-    edit_components: int
-    edit_max_edits: int
+    gaussian_n: PositiveInt
+    gaussian_dim: PositiveInt
+    gaussian_components: PositiveInt
+    gaussian_separation: NonNegativeFloat
+    gaussian_noisy_n: PositiveInt
+    uniform_n: PositiveInt
+    uniform_dim: PositiveInt
+    hamming_n: PositiveInt
+    hamming_bits: PositiveInt
+    hamming_components: PositiveInt
+    hamming_flip: Fraction
+    jaccard_n: PositiveInt
+    jaccard_vocabulary: PositiveInt
+    jaccard_components: PositiveInt
+    jaccard_set_size: PositiveInt
+    edit_n: PositiveInt
+    edit_length: PositiveInt
+    edit_components: PositiveInt
+    edit_max_edits: NonNegativeInt
     points_file: str
     points_metric: str
     seed: int
@@ -175,9 +177,9 @@ def _instances(points: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
 
 @dataclass(frozen=True)
 class TrainParams:
-    points_per_cluster: int
-    noise: float
-    noise_per_instance: dict[str, float]
+    points_per_cluster: PositiveInt
+    noise: Fraction
+    noise_per_instance: dict[str, Fraction]
     seed: int
 
 
@@ -221,11 +223,11 @@ def _forest(name: str, forest: pl.DataFrame, forest_edges: pl.DataFrame) -> Lear
 @dataclass(frozen=True)
 class InferParams:
     variants: list[str]
-    reps_per_component: int
-    extra_reps_per_cluster: int
-    max_reps_per_component: int
-    r_sweep: list[int]
-    budget_sweep: list[int]
+    reps_per_component: PositiveInt
+    extra_reps_per_cluster: NonNegativeInt
+    max_reps_per_component: PositiveInt
+    r_sweep: list[PositiveInt]
+    budget_sweep: list[NonNegativeInt]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ import numpy as np
 import polars as pl
 import torch
 from matplotlib.figure import Figure
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 from transformers import AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
 
+from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.lm import TrainConfig, load_encoder_and_tokenizer, tiny_bert_config, tiny_encoder, tiny_masked_lm, train_wordpiece
 from paperdag.methods.milco import (
     Groups,
@@ -53,16 +55,16 @@ K = 100  # rankings are cut at this depth (Recall@100)
 @dataclass(frozen=True)
 class SynthesizeParams:
     languages: list[str]
-    n_docs: int
-    twin_fraction: float
-    twin_size: int
-    n_parallel: int
-    n_train_queries: int
-    n_test_crosslingual: int
-    n_test_propernoun: int
-    query_terms: int
-    synonym_rate: float
-    train_fraction: float
+    n_docs: PositiveInt
+    twin_fraction: Fraction
+    twin_size: PositiveInt
+    n_parallel: PositiveInt
+    n_train_queries: PositiveInt
+    n_test_crosslingual: PositiveInt
+    n_test_propernoun: PositiveInt
+    query_terms: PositiveInt
+    synonym_rate: Fraction
+    train_fraction: Fraction
     real_name_locales: list[str]
     seed: int
 
@@ -87,29 +89,29 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 @dataclass(frozen=True)
 class ModelParams:
     encoder: str  # "" = a tiny BERT trained from scratch on this world's text; else a local checkpoint directory
-    src_vocab_size: int
-    en_vocab_size: int
-    hidden_size: int
-    teacher_hidden_size: int
-    num_layers: int
-    num_heads: int
-    intermediate_size: int
-    max_length: int
+    src_vocab_size: PositiveInt
+    en_vocab_size: PositiveInt
+    hidden_size: PositiveInt
+    teacher_hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_heads: PositiveInt
+    intermediate_size: PositiveInt
+    max_length: PositiveInt
 
 
 @dataclass(frozen=True)
 class TeacherParams:
     dense_teacher: str
-    temperature: float
-    group_size: int
-    hard_negative_pool: int
-    warmup_steps: int
-    distill_steps: int
-    lr: float
-    batch: int
-    group_batch: int
-    lambda_q: float
-    lambda_d: float
+    temperature: PositiveFloat
+    group_size: PositiveInt
+    hard_negative_pool: PositiveInt
+    warmup_steps: NonNegativeInt
+    distill_steps: NonNegativeInt
+    lr: PositiveFloat
+    batch: PositiveInt
+    group_batch: PositiveInt
+    lambda_q: NonNegativeFloat
+    lambda_d: NonNegativeFloat
     seed: int
 
 
@@ -199,9 +201,9 @@ class VariantParams:
 
 @dataclass(frozen=True)
 class AlignParams(ModelParams, VariantParams):
-    steps: int
-    lr: float
-    batch: int
+    steps: PositiveInt
+    lr: PositiveFloat
+    batch: PositiveInt
     seed: int
 
 
@@ -242,11 +244,11 @@ def align(params: AlignParams, parallel: pl.DataFrame, teacher: Path, tokenizer:
 
 @dataclass(frozen=True)
 class DistillParams(ModelParams, VariantParams):
-    steps: int
-    lr: float
-    batch: int
-    lambda_q: float
-    lambda_d: float
+    steps: PositiveInt
+    lr: PositiveFloat
+    batch: PositiveInt
+    lambda_q: NonNegativeFloat
+    lambda_d: NonNegativeFloat
     seed: int
 
 
@@ -290,11 +292,11 @@ def distill_no_align(params: DistillParams, corpus: pl.DataFrame, queries: pl.Da
 
 @dataclass(frozen=True)
 class IndexParams:
-    rhos: list[float]
+    rhos: list[PositiveFraction]
     dense_encoder: str
-    bm25_k1: float
-    bm25_b: float
-    max_length: int
+    bm25_k1: NonNegativeFloat
+    bm25_b: Fraction
+    max_length: PositiveInt
 
 
 def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, model_milco: Path, model_no_echo: Path,
@@ -349,8 +351,8 @@ def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, mod
 @dataclass(frozen=True)
 class RetrieveParams:
     dense_encoder: str
-    max_length: int
-    latency_repeats: int
+    max_length: PositiveInt
+    latency_repeats: PositiveInt
     prune_queries: bool
 
 
@@ -429,7 +431,7 @@ def _timed_search(search_one, n: int, repeats: int) -> tuple[np.ndarray, np.ndar
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    headline_rho: float
+    headline_rho: PositiveFraction
 
 
 def evaluate(params: EvaluateParams, queries: pl.DataFrame, runs: pl.DataFrame, index_stats: dict[str, Any],

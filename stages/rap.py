@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 import torch
 from matplotlib.figure import Figure
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
 from paperdag.methods.rap import (
@@ -54,19 +55,19 @@ ARMS = ("il_real", "raster", "recovery", "cross_agent", "rap_r2r")  # the spec's
 
 @dataclass(frozen=True)
 class SynthesizeParams:
-    train_scenarios: int
-    test_scenarios: int
-    lanes: int
-    agents: int
-    max_curvature: float
-    ego_speed: float
-    duration: float
-    dt: float
-    waypoints: int
-    waypoint_interval: float
-    image_height: int
-    image_width: int
-    fps_probe_frames: int
+    train_scenarios: PositiveInt
+    test_scenarios: PositiveInt
+    lanes: PositiveInt
+    agents: NonNegativeInt
+    max_curvature: NonNegativeFloat
+    ego_speed: PositiveFloat
+    duration: PositiveFloat
+    dt: PositiveFloat
+    waypoints: PositiveInt
+    waypoint_interval: PositiveFloat
+    image_height: PositiveInt
+    image_width: PositiveInt
+    fps_probe_frames: PositiveInt
     seed: int
 
 
@@ -159,16 +160,16 @@ def _views_plot(sc: Scenario, ego_log: np.ndarray, agent_log: np.ndarray, cam: C
 
 @dataclass(frozen=True)
 class AugmentParams:
-    position: float
-    yaw_deg: float
-    speed: float
-    accel: float
-    recovery_per_frame: int
-    cross_agents_per_frame: int
-    cross_agent_radius: float
-    dt: float
-    waypoints: int
-    waypoint_interval: float
+    position: NonNegativeFloat
+    yaw_deg: NonNegativeFloat
+    speed: NonNegativeFloat
+    accel: NonNegativeFloat
+    recovery_per_frame: NonNegativeInt
+    cross_agents_per_frame: NonNegativeInt
+    cross_agent_radius: NonNegativeFloat
+    dt: PositiveFloat
+    waypoints: PositiveInt
+    waypoint_interval: PositiveFloat
     seed: int
 
 
@@ -226,15 +227,15 @@ class TrainParams:
     sources: list[str]  # from rap.arms.<arm>
     domain_adversarial: bool
     paired_l2: bool
-    steps: int  # from rap.train
-    batch_size: int
-    lr: float
-    channels: list[int]
-    feature_dim: int
-    domain_weight: float
-    pair_weight: float
-    pair_batch: int
-    threads: int
+    steps: PositiveInt  # from rap.train
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    channels: list[PositiveInt]
+    feature_dim: PositiveInt
+    domain_weight: NonNegativeFloat
+    pair_weight: NonNegativeFloat
+    pair_batch: PositiveInt
+    threads: PositiveInt
     arm: str  # from the matrix element
     replicate: int
     seed: int
@@ -278,14 +279,14 @@ def train(params: TrainParams, train_set: pl.DataFrame, real: np.ndarray, raster
 
 @dataclass(frozen=True)
 class SimulateParams:
-    duration: float
-    dt: float
-    replan_every: int
-    route_length: float
-    waypoint_interval: float
-    l2_horizons: list[float]
+    duration: PositiveFloat
+    dt: PositiveFloat
+    replan_every: PositiveInt
+    route_length: PositiveFloat
+    waypoint_interval: PositiveFloat
+    l2_horizons: list[PositiveFloat]
     strip_arm: str
-    threads: int
+    threads: PositiveInt
     seed: int
 
 

@@ -19,8 +19,10 @@ import polars as pl
 import torch
 from matplotlib.figure import Figure
 from peft import LoraConfig, get_peft_model
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
+from paperdag.engine.params import Fraction
 from paperdag.lm import (
     TrainConfig,
     checkpoint_writer,
@@ -61,19 +63,19 @@ PROC_TOKEN = "<proc_{}>"  # the backbone's own procedure tokens (pretraining onl
 
 @dataclass(frozen=True)
 class SynthesizeParams:
-    backbone_procedures: int
-    memory_procedures: int
-    tools: int
-    round_size: int
-    tool_round_size: int
-    train_queries: int
-    test_queries: int
-    backbone_calls: int
-    tool_train_calls: int
-    tool_test_calls: int
-    letters: int
-    input_length: list[int]
-    arg_length: list[int]
+    backbone_procedures: PositiveInt
+    memory_procedures: PositiveInt
+    tools: PositiveInt
+    round_size: PositiveInt
+    tool_round_size: PositiveInt
+    train_queries: PositiveInt
+    test_queries: PositiveInt
+    backbone_calls: NonNegativeInt
+    tool_train_calls: PositiveInt
+    tool_test_calls: PositiveInt
+    letters: PositiveInt
+    input_length: list[PositiveInt]
+    arg_length: list[PositiveInt]
     seed: int
 
 
@@ -151,19 +153,19 @@ def _prediction_rows(method: str, rnd: int, n_procs: int, tests: pl.DataFrame, t
 
 @dataclass(frozen=True)
 class TrainBackboneParams:
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    intermediate_size: int
-    steps: int
-    batch_size: int
-    lr: float
-    warmup_steps: int
-    mixture: dict[str, float]
-    max_new_tokens: int
-    threads: int
+    vocab_size: PositiveInt
+    hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    intermediate_size: PositiveInt
+    steps: PositiveInt
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    warmup_steps: NonNegativeInt
+    mixture: dict[str, NonNegativeFloat]
+    max_new_tokens: PositiveInt
+    threads: PositiveInt
     seed: int
 
 
@@ -223,19 +225,19 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
 
 @dataclass(frozen=True)
 class TrainMemoryParams:
-    steps_per_round: int
-    batch_size: int
-    lr: float
-    tool_steps_per_round: int
-    tool_lr: float
+    steps_per_round: PositiveInt
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    tool_steps_per_round: PositiveInt
+    tool_lr: PositiveFloat
     tool_lora: bool
-    lora_r: int
-    lora_alpha: int
+    lora_r: PositiveInt
+    lora_alpha: PositiveInt
     renormalise: bool
-    max_new_tokens: int
-    max_call_tokens: int
-    eval_batch_size: int
-    threads: int
+    max_new_tokens: PositiveInt
+    max_call_tokens: PositiveInt
+    eval_batch_size: PositiveInt
+    threads: PositiveInt
     seed: int
 
 
@@ -331,17 +333,17 @@ def _train_tools(params: TrainMemoryParams, backbone, tokenizer, procedures: pl.
 @dataclass(frozen=True)
 class BaselinesParams:
     encoder: str
-    steps_per_round: int
-    batch_size: int
-    prompt_tokens: int
-    prompt_lr: float
-    lora_r: int
-    lora_alpha: int
-    lora_lr: float
-    replay_fraction: float
-    max_new_tokens: int
-    eval_batch_size: int
-    threads: int
+    steps_per_round: PositiveInt
+    batch_size: PositiveInt
+    prompt_tokens: PositiveInt
+    prompt_lr: PositiveFloat
+    lora_r: PositiveInt
+    lora_alpha: PositiveInt
+    lora_lr: PositiveFloat
+    replay_fraction: Fraction
+    max_new_tokens: PositiveInt
+    eval_batch_size: PositiveInt
+    threads: PositiveInt
     seed: int
 
 

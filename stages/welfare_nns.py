@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
+from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
+from paperdag.engine.params import Fraction
 from paperdag.methods.welfare_nns import (
     CATEGORIES,
     COLOURS,
@@ -61,16 +63,16 @@ THREADS = 1
 @dataclass(frozen=True)
 class SynthesizeParams:
     datasets: list[str]
-    gauss_n: int
-    gauss_dim: int
-    gauss_components: int
-    gauss_separation: float
-    clus_attributes: int
-    prob_attributes: int
-    prob_skew: float
-    n_queries: int
-    products_n: int
-    colour_skew: float
+    gauss_n: PositiveInt
+    gauss_dim: PositiveInt
+    gauss_components: PositiveInt
+    gauss_separation: NonNegativeFloat
+    clus_attributes: PositiveInt
+    prob_attributes: PositiveInt
+    prob_skew: NonNegativeFloat
+    n_queries: PositiveInt
+    products_n: PositiveInt
+    colour_skew: NonNegativeFloat
     encoder: str
     points_file: str
     seed: int
@@ -176,11 +178,11 @@ def _schemes(catalogue: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, An
 class IndexParams:
     kind: str
     metric: str
-    hnsw_m: int
-    ef_construction: int
-    ef_search: int
-    nlist: int
-    nprobe: int
+    hnsw_m: PositiveInt
+    ef_construction: PositiveInt
+    ef_search: PositiveInt
+    nlist: PositiveInt
+    nprobe: PositiveInt
     seed: int
 
 
@@ -225,17 +227,17 @@ def _writer(indexes: dict[str, AnnIndex] | dict[str, PerAttributeIndex]) -> Call
 
 @dataclass(frozen=True)
 class InferParams:
-    k: int
-    eta: float
-    eta_sweep: list[float]
-    caps: list[int]
-    mmr_lambdas: list[float]
-    mmr_candidates: int
+    k: PositiveInt
+    eta: PositiveFloat
+    eta_sweep: list[PositiveFloat]
+    caps: list[PositiveInt]
+    mmr_lambdas: list[Fraction]
+    mmr_candidates: PositiveInt
     p_sweep: list[float]
-    p_eta: float
-    fetch_candidates: int
-    delta: float
-    timing_repeats: int
+    p_eta: PositiveFloat
+    fetch_candidates: PositiveInt
+    delta: PositiveFloat
+    timing_repeats: PositiveInt
     seed: int
 
 
@@ -402,9 +404,9 @@ class EvaluateParams:
     headline_schemes: list[str]
     multi_scheme: str
     demo_query: str
-    eta: float  # welfare_nns.infer.eta: the NSW every row is scored at
-    k: int  # welfare_nns.infer.k
-    fetch_candidates: int  # welfare_nns.infer.fetch_candidates: L of the multi-attribute greedy
+    eta: PositiveFloat  # welfare_nns.infer.eta: the NSW every row is scored at
+    k: PositiveInt  # welfare_nns.infer.k
+    fetch_candidates: PositiveInt  # welfare_nns.infer.fetch_candidates: L of the multi-attribute greedy
 
 
 def evaluate(params: EvaluateParams, results: pl.DataFrame, attributes: dict[str, np.ndarray], catalogue: dict[str, Any],

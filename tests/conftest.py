@@ -63,6 +63,7 @@ def smoke_build(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Smo
             try:
                 repo = pipeline_repo(tmp_path_factory.mktemp(pipeline) / "repo", pipeline, smoke=True)
                 output = dvc(repo, "repro").stdout
+                records.drain(repo)  # MLflow's store settled: tests read it and copy the repo
             except Exception as e:
                 failed[pipeline] = str(e)[-4000:]
                 raise
@@ -79,8 +80,11 @@ def toy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def built_toy_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The toy project after one `dvc repro` (built once per session; copy it before changing it)."""
+    from paperdag.engine import records
+
     repo = make_repo(tmp_path_factory.mktemp("built") / "toy")
     dvc(repo, "repro")
+    records.drain(repo)  # MLflow's store settled (a detached drainer may still be writing it) before it is copied
     return repo
 
 

@@ -4,6 +4,7 @@ one run per repository at a time, and cron schedules on a Prefect server."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -53,13 +54,21 @@ def test_run_with_set_reruns_only_downstream(built_toy: Path, prefect_server: st
 
 
 def test_failed_stage_fails_the_flow_and_keeps_its_lock_entry(built_toy: Path, prefect_server: str) -> None:
-    """A stage that raises: the run exits non-zero naming it, dvc.lock keeps its last good entry; a fixed rerun resumes there."""
+    """A stage that raises: the run exits non-zero with one line per failed stage (its error and the path of its
+    traceback, no Prefect tracebacks), Prefect persisted no (pickled) result, dvc.lock keeps its last good entry;
+    a fixed rerun resumes there."""
     toy = built_toy
     lock_before = (toy / "dvc.lock").read_text()
     p = toy / "params.yaml"
     p.write_text(p.read_text().replace("fail: false", "fail: true").replace("scale: 2.0", "scale: 6.0"))
     r = cli(toy, "run", "toy", check=False)
-    assert r.returncode != 0 and "toy:combine: failed" in r.stderr
+    assert r.returncode == 2
+    line = "stage toy:combine failed: RuntimeError: combine was told to fail (traceback: .paperdag/failed/toy-combine.txt)"
+    assert line in r.stderr.splitlines()[-1] and "paperdag: error: toy: 1 stage(s) failed" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) <= 5, r.stderr
+    assert "combine was told to fail" in (toy / ".paperdag/failed/toy-combine.txt").read_text().split("Traceback", 1)[1]
+    storage = Path(os.environ["PREFECT_HOME"]) / "storage"
+    assert not storage.exists() or not any(f.is_file() for f in storage.rglob("*")), "Prefect persisted a result"
     assert (toy / "dvc.lock").read_text() == lock_before
     p.write_text(p.read_text().replace("fail: true", "fail: false"))
     assert cli(toy, "run", "toy").stdout.split() == ["toy:combine:", "done"]

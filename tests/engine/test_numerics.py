@@ -62,9 +62,9 @@ def test_thread_count_is_a_param_and_changes_the_bits(weights: dict[str, str]) -
 
 def test_the_run_records_the_numerics(repo: Path, weights: dict[str, str]) -> None:
     """The MLflow run carries the mode, every variable set, and the kernel level and threads torch actually used."""
-    from mlflow.tracking import MlflowClient
+    from paperdag.engine.tracking import client as mlflow_client
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    client = mlflow_client(repo)  # after the stages' run records are in MLflow
     run = client.search_runs([client.get_experiment_by_name("fit").experiment_id], order_by=["start_time DESC"])[0]
     tags = run.data.tags
     assert tags["numerics.mode"] == "portable"

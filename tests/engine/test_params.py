@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Annotated
 
 import pytest
+from pydantic import Field, PositiveInt
 
+from support import REPO, cli
 from paperdag.engine.errors import SpecError
-from paperdag.engine.params import build, collect, lookup, set_params, stage_seed
+from paperdag.engine.params import build, collect, load_params, lookup, set_params, stage_seed
 
 
 @dataclass(frozen=True)
@@ -65,3 +72,71 @@ def test_set_params_keeps_comments_and_checks_types(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="expected int"):
         set_params(tmp_path, ["base.seed=abc"])
     assert lookup({"a": {"b": 1}}, "a.b") == 1
+
+
+@dataclass(frozen=True)
+class Bounded:
+    count: PositiveInt
+    share: Annotated[float, Field(ge=0, le=1)]
+    sizes: list[PositiveInt]
+
+
+@pytest.mark.parametrize(
+    "override, key, fragment",
+    [({"count": 0}, "m.count", "greater than 0"), ({"count": -5}, "m.count", "greater than 0"),
+     ({"share": 1.5}, "m.share", "less than or equal to 1"), ({"sizes": [2, 0]}, "m.sizes[1]", "got 0 (Input should be greater than 0)")],
+)
+def test_impossible_value_of_the_right_type_names_the_key_and_what_is_allowed(override: dict, key: str, fragment: str) -> None:
+    """A params field's constraint (pydantic Annotated / PositiveInt) is checked: 0 for a count, 1.5 for a fraction."""
+    params = {"m": {"count": 3, "share": 0.5, "sizes": [1, 2], **override}}
+    assert build(Bounded, collect({"m": {"count": 3, "share": 0.5, "sizes": [1]}}, ("m",)), seed=1, stage="m:s").count == 3
+    with pytest.raises(SpecError) as e:
+        build(Bounded, collect(params, ("m",)), seed=1, stage="m:s")
+    assert e.value.file == "params.yaml" and e.value.key == key and fragment in e.value.problem
+
+
+def _stage_module(path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """A stage module loaded from its file, registered while the test runs (type hints resolve in its namespace)."""
+    spec = importlib.util.spec_from_file_location(f"stages_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("bad", [0, -5])
+def test_mfc_points_per_cluster_must_be_positive(bad: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mfc.train.points_per_cluster -5 used to be accepted and 0 to raise ZeroDivisionError inside the stage."""
+    module = _stage_module(REPO / "stages" / "mfc.py", monkeypatch)
+    params = load_params(REPO)
+    params["mfc"]["train"]["points_per_cluster"] = bad
+    with pytest.raises(SpecError, match=r"^params.yaml: mfc.train.points_per_cluster: .*greater than 0"):
+        build(module.TrainParams, collect(params, ("mfc.train",)), seed=1, stage="mfc:train")
+
+
+def test_set_keeps_flow_lists_quotes_and_comments(tmp_path: Path) -> None:
+    """--set of one value rewrites that line only: a flow list stays `[a, b]` with its comment, quotes and long lines
+    elsewhere are kept as written."""
+    shutil.copyfile(REPO / "params.yaml", tmp_path / "params.yaml")
+    before = (tmp_path / "params.yaml").read_text().splitlines()
+    set_params(tmp_path, ["mfc.infer.r_sweep=[1, 2]", "mfc.synthesize.points_file=x.npy"])
+    after = (tmp_path / "params.yaml").read_text().splitlines()
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert len(after) == len(before) and len(changed) == 2, changed
+    (old_sweep, new_sweep), (old_file, new_file) = sorted(changed, key=lambda c: "r_sweep" not in c[0])
+    assert new_sweep.startswith("    r_sweep: [1, 2] ") and new_sweep.endswith(old_sweep.partition("#")[2])
+    assert new_file.startswith('    points_file: "x.npy" ') and new_file.endswith(old_file.partition("#")[2])
+
+
+@pytest.mark.parametrize(
+    "assignment, message",
+    [("toy.make.extra_rows=missing.parquet", "params.yaml: toy.make.extra_rows: missing.parquet does not exist"),
+     ("toy.make.n=0", "params.yaml: toy.make.n: expected int, got 0")],
+)
+def test_failed_set_leaves_params_yaml_untouched(toy: Path, assignment: str, message: str) -> None:
+    """`run --set` validates the whole project against the new value before writing: a refused value is not written."""
+    before = (toy / "params.yaml").read_bytes()
+    r = cli(toy, "run", "toy", "--set", assignment, check=False)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert (toy / "params.yaml").read_bytes() == before
+    assert not (toy / "data").exists()

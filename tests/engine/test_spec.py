@@ -155,3 +155,84 @@ def test_smoke_section_is_parsed(toy_files: Path) -> None:
     with (toy_files / "pipelines/toy.yaml").open("a") as f:
         f.write("smoke:\n  toy.make.n: 5\n  toy.combine.scale: 3\n")
     assert load_project(toy_files).pipeline("toy").smoke == {"toy.make.n": 5, "toy.combine.scale": 3}
+
+
+def _set_in_params(repo: Path, dotted: str, value: object) -> None:
+    """Write one value into params.yaml by hand, as a user editing the file would (new keys included)."""
+    import yaml
+
+    path = repo / "params.yaml"
+    doc = yaml.safe_load(path.read_text())
+    *parents, last = dotted.split(".")
+    node = doc
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+@pytest.mark.parametrize("value", ["/etc/passwd", "../outside.parquet", "inside-link.parquet", "data/../../outside.parquet"])
+def test_path_params_outside_the_repository_are_refused(toy_files: Path, value: str) -> None:
+    """An absolute path, a `..` path or a symlink that resolves outside the repository is refused naming the key,
+    so no file outside the repository becomes a dep of the committed dvc.yaml."""
+    import polars as pl
+
+    pl.DataFrame({"x": [1.0]}).write_parquet(toy_files.parent / "outside.parquet")
+    (toy_files / "inside-link.parquet").symlink_to(toy_files.parent / "outside.parquet")
+    _set_in_params(toy_files, "toy.make.extra_rows", value)
+    with pytest.raises(SpecError, match=r"^params.yaml: toy.make.extra_rows: .*outside the repository.*base.allow_outside_paths"):
+        load_project(toy_files)
+
+
+def test_path_param_outside_the_repository_is_allowed_when_listed(toy_files: Path) -> None:
+    """Listing the key in base.allow_outside_paths lets it name a file outside the repository (a DVC external dep)."""
+    import polars as pl
+    import yaml
+
+    from paperdag.engine.render import render_text
+
+    outside = toy_files.parent / "outside.parquet"
+    pl.DataFrame({"x": [1.0]}).write_parquet(outside)
+    _set_in_params(toy_files, "toy.make.extra_rows", str(outside))
+    _set_in_params(toy_files, "base.allow_outside_paths", ["toy.make.extra_rows"])
+    deps = yaml.safe_load(render_text(load_project(toy_files)))["stages"]["toy-make"]["deps"]
+    assert str(outside) in deps
+    _set_in_params(toy_files, "base.allow_outside_paths", ["toy.make.nope"])
+    with pytest.raises(SpecError, match=r"^params.yaml: base.allow_outside_paths: 'toy.make.nope' is not a path param"):
+        load_project(toy_files)
+
+
+@pytest.mark.parametrize("key", ["toy.typo_key", "toy.work_seconds", "extra", "base.sed"])
+def test_params_key_no_stage_reads_is_an_error(toy_files: Path, key: str) -> None:
+    """A key added by hand that no stage declares (nor a mapping above it) is found when the project loads."""
+    _set_in_params(toy_files, key, 1)
+    with pytest.raises(SpecError) as e:
+        load_project(toy_files)
+    assert str(e.value).startswith(f"params.yaml: {key}: no stage reads it")
+
+
+def test_keys_under_declared_mappings_and_matrix_axes_are_read(tmp_path: Path) -> None:
+    """grid.arms.<arm> (declared per element) and grid.replicates (a `${...}` matrix axis) are read; an arm that
+    no matrix element declares is not."""
+    shutil.copytree(RESOURCES / "grid", tmp_path / "grid")
+    load_project(tmp_path / "grid")
+    _set_in_params(tmp_path / "grid", "grid.arms.c", {"factor": 2.0})
+    with pytest.raises(SpecError, match=r"^params.yaml: grid.arms.c: no stage reads it"):
+        load_project(tmp_path / "grid")
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [("toy.make.typo", 1, "params.yaml: toy.make.typo: unknown key for stage toy:make"),
+     ("toy.typo_key", 1, "params.yaml: toy.typo_key: no stage reads it"),
+     ("toy.make.n", 0, "params.yaml: toy.make.n: expected int, got 0 (Input should be greater than 0)")],
+)
+def test_render_check_run_and_stage_refuse_a_bad_params_value_before_any_work(toy: Path, key: str, value: object,
+                                                                               message: str) -> None:
+    """A typo'd key or an impossible value is reported naming params.yaml and the key by `render --check`, `run`
+    and `stage`, before any stage work (no output written)."""
+    _set_in_params(toy, key, value)
+    for args in (["render", "--check"], ["render"], ["stage", "toy:make"], ["run", "toy"]):
+        r = cli(toy, *args, check=False)
+        assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
+    assert not (toy / "data").exists()

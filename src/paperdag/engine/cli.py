@@ -80,9 +80,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     root = find_root()
     if args.command == "render":
         from paperdag.engine.render import render
-        from paperdag.engine.spec import load_project
 
-        current = render(load_project(root), check=args.check)
+        from paperdag.engine.runner import validated_project
+
+        current = render(validated_project(root), check=args.check)
         if args.check and not current:
             print("paperdag: dvc.yaml has drifted from pipelines/: run `paperdag render`", file=sys.stderr)
             return 1
@@ -91,32 +92,37 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "stage":
         from paperdag.engine import numerics
         from paperdag.engine.params import load_params
+        from paperdag.engine.failures import failure_path, record_failure
 
-        # the libraries read their kernel and thread settings when they load: fix them before anything imports them
-        numerics.ensure(numerics.from_params(load_params(root)), ["stage", args.address])
-        from paperdag.engine.runner import run_stage
+        failure_path(root, args.address).unlink(missing_ok=True)
+        try:
+            # the libraries read their kernel and thread settings when they load: fix them before anything imports them
+            numerics.ensure(numerics.from_params(load_params(root)), ["stage", args.address])
+            from paperdag.engine.runner import run_stage
 
-        run_stage(root, args.address)
+            run_stage(root, args.address)
+        except PaperdagError as e:
+            record_failure(root, args.address, e)
+            raise
+        except Exception:  # the runner said why on one line and kept the traceback (failures.py)
+            return 1
+        except BaseException as e:  # interrupted or terminated
+            record_failure(root, args.address, e)
+            raise
         return 0
-    if args.command in ("run", "schedule", "serve"):
+    if args.command == "run":
+        from paperdag.engine.orchestrate import run_pipeline
+
+        status = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
+        for stage, state in status.items():
+            print(f"{stage}: {state}")
+        return 0
+    if args.command in ("schedule", "serve"):
         from paperdag.engine.settings import prefect_defaults
 
         prefect_defaults(root)
         from paperdag.engine import flow
 
-        if args.command == "run":
-            if args.overrides:
-                from paperdag.engine.params import set_params
-                from paperdag.engine.spec import load_project
-
-                with flow.repo_lock(root):
-                    for key, old, new in set_params(root, args.overrides):
-                        print(f"params.yaml: {key}: {old!r} -> {new!r}", file=sys.stderr)
-                    load_project(root)  # the new values must still validate
-            status = flow.run_pipeline(root, args.pipeline, args.runner, args.address, args.workers)
-            for stage, state in status.items():
-                print(f"{stage}: {state}")
-            return 0
         if args.command == "schedule":
             dep = flow.schedule(root, args.pipeline, args.cron)
             print(f"scheduled {args.pipeline} ({args.cron}): deployment {dep}")

@@ -1,4 +1,4 @@
-"""DVC through its CLI with cwd=repo (its Python API depends on the process-wide working directory)."""
+"""DVC through its CLI with cwd=repo (its Python API depends on the process-wide working directory), in dvcmain.py."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import PaperdagError
 
 
 def dvc(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
-    r = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "paperdag.engine.dvcmain", *args], cwd=root, capture_output=True,
+                       text=True, env=env)
     if check and r.returncode != 0:
         msg = (r.stderr or r.stdout).strip().splitlines()
         raise PaperdagError(f"`dvc {' '.join(args)}` failed: {msg[-1] if msg else r.returncode}")
@@ -24,9 +26,11 @@ def changed_stages(root: Path, dvc_names: list[str]) -> set[str]:
     """Stages whose own deps, params, command or outs differ from dvc.lock (descendants are not included)."""
     if not dvc_names:
         return set()
-    r = dvc(root, "status", "--json", *dvc_names)
+    # one status of every stage, filtered: DVC rebuilds its index per target, so `dvc status T1 .. T64` costs 8x the
+    # CPU of a plain `dvc status` on this repository (61 s vs 7.5 s)
+    r = dvc(root, "status", "--json")
     status = json.loads(r.stdout or "{}")
-    return {name.split(":")[-1] for name in status}
+    return {name.split(":")[-1] for name in status} & set(dvc_names)
 
 
 def commit(root: Path, dvc_name: str) -> None:
@@ -35,10 +39,8 @@ def commit(root: Path, dvc_name: str) -> None:
 
 
 def lock(root: Path) -> dict:
-    import yaml
-
     path = Path(root) / "dvc.lock"
-    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (load_yaml(path.read_text()) or {}) if path.exists() else {}
 
 
 def locked_outputs(root: Path) -> dict[str, str]:

@@ -7,51 +7,28 @@ so afterwards `dvc status` is clean and `dvc repro` is a no-op. A repository loc
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
 import threading
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from prefect import flow, task
+from prefect.states import Failed
 
-from paperdag.engine import dvc
-from paperdag.engine.errors import LockBusy, StageError
-from paperdag.engine.spec import Project, load_project
+from paperdag.engine import dvc, locks, records
+from paperdag.engine.errors import StageError
+from paperdag.engine.prefect_server import die_with_parent
+from paperdag.engine.render import ensure_rendered
 from paperdag.engine.settings import prefect_defaults
+from paperdag.engine.spec import load_project
 from paperdag.engine.status import stale_stages
 from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 
 STATE_DIR = ".paperdag"
 SCHEDULES = f"{STATE_DIR}/schedules.json"
-
-
-@contextmanager
-def repo_lock(root: Path) -> Iterator[None]:
-    """One `paperdag run` per repository at a time; the second stops at once with the holder's pid."""
-    path = Path(root) / STATE_DIR / "run.lock"
-    path.parent.mkdir(exist_ok=True)
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "?"
-            raise LockBusy(f"another `paperdag run` (pid {holder}) is running in {root}; wait for it to finish") from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        try:
-            yield
-        finally:
-            f.seek(0)
-            f.truncate()
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _stage_command(address: str) -> list[str]:
@@ -66,58 +43,82 @@ _SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
 
 
 def execute_stage(root: str, address: str, parent_run_id: str, flow_run_id: str) -> str:
-    """Run one stage in a subprocess (on whichever worker Prefect placed this task)."""
+    """Run one stage in a subprocess (on whichever worker Prefect placed this task); it dies with this process.
+
+    Its MLflow run is a record drained off the flow's path (records.py); a failure is one line naming the stage,
+    its error and where its traceback is."""
     env = {**os.environ, PARENT_RUN_ENV: parent_run_id, FLOW_RUN_ENV: flow_run_id}
     with _SLOTS:
-        r = subprocess.run(_stage_command(address), cwd=root, env=env)
+        r = subprocess.run(_stage_command(address), cwd=root, env=env, preexec_fn=die_with_parent)
     if r.returncode != 0:
-        raise StageError(f"stage {address} failed (exit code {r.returncode}); its output and MLflow run say why")
+        from paperdag.engine.failures import failure_summary
+
+        raise StageError(failure_summary(Path(root), address, r.returncode))
     return address
 
 
-@task(name="stage", retries=0)
-def stage_task(root: str, address: str, parent_run_id: str, flow_run_id: str) -> str:
-    return execute_stage(root, address, parent_run_id, flow_run_id)
+@task(name="stage", retries=0, persist_result=False)
+def stage_task(root: str, address: str, parent_run_id: str, flow_run_id: str) -> Any:
+    try:
+        return execute_stage(root, address, parent_run_id, flow_run_id)
+    except StageError as e:  # a Failed state, not an exception: Prefect would log its traceback, which says nothing
+        return Failed(message=str(e))
 
 
-@flow(name="paperdag", validate_parameters=True)
-def paperdag_pipeline(root: str, pipeline: str) -> dict[str, str]:
-    """Run the stale stages of one paperdag pipeline and record them in dvc.lock."""
+@flow(name="paperdag", validate_parameters=True, persist_result=False)
+def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None) -> Any:
+    """Run the stale stages of one paperdag pipeline (or the given ones, planned by the caller) and record them in
+    dvc.lock."""
     from prefect.runtime import flow_run
 
     from paperdag.engine import tracking
 
     repo = Path(root)
-    with repo_lock(repo):
+    with locks.run_lock(repo):
         project = load_project(repo)
-        _ensure_rendered(project)
-        todo = stale_stages(project, pipeline)
+        if stages is None:
+            ensure_rendered(project)
+            todo = stale_stages(project, pipeline)
+        else:
+            todo = [project.stage(a) for a in stages]
         if not todo:
             print(f"{pipeline}: every stage is up to date", file=sys.stderr)
             return {}
         flow_run_id = str(flow_run.id or "")
-        c, parent = tracking.start_parent_run(repo, pipeline, {"prefect.flow_run_id": flow_run_id})
+        parent = tracking.parent_record(repo, pipeline, {"prefect.flow_run_id": flow_run_id})
         futures: dict[str, Any] = {}
         for s in todo:
             upstream = [futures[u] for u in project.graph.predecessors(s.address) if u in futures]
             futures[s.address] = stage_task.with_options(name=s.address).submit(
-                str(repo), s.address, parent, flow_run_id, wait_for=upstream
+                str(repo), s.address, parent.id, flow_run_id, wait_for=upstream
             )
         status: dict[str, str] = {}
-        for s in todo:
-            f = futures[s.address]
-            f.wait()
-            if f.state.is_completed():
-                dvc.commit(repo, s.dvc_name)
-                status[s.address] = "done"
-            else:
-                status[s.address] = "failed" if f.state.is_failed() else "not run (upstream failed)"
+        reasons: list[str] = []
+        try:
+            for s in todo:
+                f = futures[s.address]
+                f.wait()
+                if f.state.is_completed():
+                    dvc.commit(repo, s.dvc_name)
+                    status[s.address] = "done"
+                elif f.state.is_failed() and (f.state.message or "").startswith(f"stage {s.address} "):
+                    status[s.address] = "failed"
+                    reasons.append(f.state.message)
+                else:
+                    status[s.address] = "not run (an upstream stage failed)"
+        except BaseException as e:
+            parent.set_tags({"paperdag.error": f"{type(e).__name__}: {e}", "paperdag.stages": json.dumps(status)})
+            parent.end("KILLED" if isinstance(e, KeyboardInterrupt) else "FAILED")
+            records.start_drainer(repo)
+            raise
         ok = all(v == "done" for v in status.values())
-        c.set_tag(parent, "paperdag.stages", json.dumps(status))
-        c.set_terminated(parent, status="FINISHED" if ok else "FAILED")
+        parent.set_tags({"paperdag.stages": json.dumps(status)})
+        parent.end("FINISHED" if ok else "FAILED")
+        records.start_drainer(repo)
         if not ok:
-            bad = ", ".join(f"{k}: {v}" for k, v in status.items() if v != "done")
-            raise StageError(f"{pipeline}: {bad}")
+            not_run = sum(v.startswith("not run") for v in status.values())
+            head = f"{pipeline}: {len(reasons)} stage(s) failed" + (f", {not_run} not run as they depend on them" if not_run else "")
+            return Failed(message="\n  ".join([head, *reasons]), data=status)
         return status
 
 
@@ -137,37 +138,6 @@ def task_runner(runner: str, address: str | None, workers: int | None, tasks: in
         # tasks are subprocesses already: threads in one worker process avoid a Prefect server per worker
         return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": max(tasks, 1), "processes": False})
     raise StageError(f"unknown runner '{runner}' (thread or dask)")
-
-
-def _ensure_rendered(project: Project) -> None:
-    from paperdag.engine.render import render
-
-    if not render(project):
-        print("dvc.yaml was out of date with pipelines/: re-rendered", file=sys.stderr)
-
-
-def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None, workers: int | None = None) -> dict[str, str]:
-    prefect_defaults(root)
-    root = Path(root).resolve()
-    project = load_project(root)
-    _ensure_rendered(project)
-    todo = stale_stages(project, pipeline)
-    if not todo:  # nothing to do: no need to start Prefect (its server takes seconds)
-        print(f"{pipeline}: every stage is up to date", file=sys.stderr)
-        return {}
-    # import MLflow and open its store (seconds) while Prefect starts its server, not after
-    threading.Thread(target=_warm_tracking, args=(root, pipeline), daemon=True).start()
-    configured = paperdag_pipeline.with_options(task_runner=task_runner(runner, address, workers, len(todo)))
-    return configured(root=str(root), pipeline=pipeline)
-
-
-def _warm_tracking(root: Path, pipeline: str) -> None:
-    from paperdag.engine import tracking
-
-    try:
-        tracking.experiment_id(tracking.client(root), root, pipeline)
-    except Exception:  # the flow opens it again and reports any real error
-        pass
 
 
 def schedule(root: Path, pipeline: str, cron: str) -> str:

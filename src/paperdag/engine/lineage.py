@@ -46,25 +46,24 @@ def _resolve(root: Path, target: str, outs: dict[str, Any], by_md5: dict[str, st
 
 
 def runs_by_output(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
-    """(out path, md5) -> MLflow runs that recorded writing it."""
-    from paperdag.engine.tracking import client
+    """(out path, md5) -> the FINISHED MLflow runs that recorded writing it (read through the run index)."""
+    from paperdag.engine.records import indexed_runs
 
-    c = client(root)
-    exps = [e.experiment_id for e in c.search_experiments()]
     found: dict[tuple[str, str], list[dict[str, str]]] = {}
-    if not exps:
-        return found
-    for run in c.search_runs(exps, filter_string="attributes.status = 'FINISHED'", max_results=50_000):
-        for key, md5 in run.data.tags.items():
+    for run in indexed_runs(root):
+        if run["status"] != "FINISHED":
+            continue
+        tags = run["tags"]
+        for key, md5 in tags.items():
             if key.startswith(OUT_TAG):
                 found.setdefault((key[len(OUT_TAG):], md5), []).append(
                     {
-                        "run_id": run.info.run_id,
-                        "experiment": run.info.experiment_id,
-                        "git_commit": run.data.tags.get("git.commit", ""),
-                        "git_dirty": run.data.tags.get("git.dirty", ""),
-                        "parent_run_id": run.data.tags.get("mlflow.parentRunId", ""),
-                        "prefect_flow_run_id": run.data.tags.get("prefect.flow_run_id", ""),
+                        "run_id": run["run_id"],
+                        "experiment": run["experiment"],
+                        "git_commit": tags.get("git.commit", ""),
+                        "git_dirty": tags.get("git.dirty", ""),
+                        "parent_run_id": tags.get("mlflow.parentRunId", ""),
+                        "prefect_flow_run_id": tags.get("prefect.flow_run_id", ""),
                     }
                 )
     return found

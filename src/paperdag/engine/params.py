@@ -6,15 +6,32 @@ import dataclasses
 import json
 import zlib
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Annotated, Any, Callable, get_args, get_origin, get_type_hints
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
 
 from paperdag.engine.errors import SpecError
-from paperdag.engine.fsutil import atomic_write_text
+from paperdag.engine.fsutil import atomic_write_text, load_yaml
 
 PARAMS_FILE = "params.yaml"
+
+# Constraints for the fields of stage params dataclasses, beside pydantic's PositiveInt, NonNegativeInt,
+# PositiveFloat and NonNegativeFloat; `build` checks them and names the params.yaml key a value breaks. Made on first
+# use (PEP 562): `paperdag stage` reads params.yaml before it re-executes itself, without importing pydantic.
+_BOUNDS = {
+    "Fraction": {"ge": 0, "le": 1},  # a share or probability, 0..1
+    "PositiveFraction": {"gt": 0, "le": 1},  # a share that must keep something: (0, 1]
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BOUNDS:
+        from pydantic import Field
+
+        value = Annotated[float, Field(**_BOUNDS[name])]
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_params(root: Path) -> dict[str, Any]:
@@ -22,7 +39,7 @@ def load_params(root: Path) -> dict[str, Any]:
     if not path.exists():
         raise SpecError(PARAMS_FILE, "(file)", f"missing; expected at {path}")
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = load_yaml(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise SpecError(PARAMS_FILE, "(file)", f"not valid YAML ({e})") from None
     if not isinstance(doc, dict):
@@ -65,7 +82,8 @@ def collect(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, tuple[st
 
 
 def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, item: dict[str, Any] | None = None) -> Any:
-    """Instantiate the stage's params dataclass, strictly typed: a wrong type or unknown/missing key is an error.
+    """Instantiate the stage's params dataclass, strictly typed: a wrong type, a value its constraint refuses
+    (`n: PositiveInt`, `Annotated[float, Field(ge=0, le=1)]`) or an unknown/missing key is an error.
 
     `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine."""
     item = item or {}
@@ -75,7 +93,7 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
     flat = {**flat, **{name: (f"{stage} matrix {name}", v) for name, v in item.items()}}
     if not dataclasses.is_dataclass(cls):
         raise SpecError(stage, "params", f"the stage's `params` annotation must be a dataclass, got {cls!r}")
-    hints = get_type_hints(cls)
+    hints = get_type_hints(cls, include_extras=True)  # with Annotated's constraints
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for name, (source, _) in flat.items():
         if name not in fields and name not in item:
@@ -84,11 +102,18 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
     for name, f in fields.items():
         if name in flat:
             source, raw = flat[name]
+            from pydantic import TypeAdapter, ValidationError
+
             try:
                 values[name] = TypeAdapter(hints[name]).validate_json(json.dumps(raw), strict=True)
-            except (ValidationError, TypeError) as e:
-                msg = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-                raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({msg})") from None
+            except ValidationError as e:
+                err = e.errors()[0]
+                if not err["loc"]:
+                    raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({err['msg']})") from None
+                inside = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])  # an item of a list / mapping
+                raise SpecError(PARAMS_FILE, source + inside, f"got {err['input']!r} ({err['msg']})") from None
+            except TypeError as e:
+                raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({e})") from None
         elif name == "seed":
             values[name] = seed
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -97,6 +122,8 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
 
 
 def _type_name(t: Any) -> str:
+    if get_origin(t) is Annotated:  # its constraint is in pydantic's message
+        t = get_args(t)[0]
     return getattr(t, "__name__", None) or str(t)
 
 
@@ -113,16 +140,25 @@ def same_kind(old: Any, new: Any) -> bool:
     return _kind(old) == _kind(new) or (_kind(old) == "float" and _kind(new) == "int")
 
 
-def set_params(root: Path, assignments: list[str]) -> list[tuple[str, Any, Any]]:
-    """Apply `key=value` overrides to params.yaml in place (comments kept), like `dvc exp run --set-param`.
+def set_params(root: Path, assignments: list[str], check: Callable[[dict[str, Any]], object] | None = None) -> list[tuple[str, Any, Any]]:
+    """Apply `key=value` overrides to params.yaml in place, like `dvc exp run --set-param`.
 
-    Values are parsed as YAML scalars/lists; the key must already exist and the value keep its type.
+    Values are parsed as YAML scalars/lists; the key must already exist and the value keep its type. The new
+    document is built in memory and given to `check` (the whole project's validation) before anything is written,
+    so a refused value leaves params.yaml as it was; the file is then replaced atomically. Only the assigned values
+    change: comments, quotes, flow-style lists `[a, b]` and long lines are kept as written.
     Returns (key, old, new) per assignment.
     """
+    import io
+
     from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedSeq
+    from ruamel.yaml.scalarstring import ScalarString
 
     path = Path(root) / PARAMS_FILE
     rt = YAML()
+    rt.preserve_quotes = True
+    rt.width = 4096  # never fold a long line
     doc = rt.load(path.read_text())
     changes = []
     for assignment in assignments:
@@ -138,12 +174,19 @@ def set_params(root: Path, assignments: list[str]) -> list[tuple[str, Any, Any]]
             raise SpecError(PARAMS_FILE, key, "names a section; set one of its keys")
         if not same_kind(old, new):
             raise SpecError(PARAMS_FILE, key, f"expected {_kind(old)} like {old}, got {raw!r}")
+        value: Any = new
+        if isinstance(old, CommentedSeq):  # a flow list stays a flow list
+            value = CommentedSeq(new)
+            if old.fa.flow_style():
+                value.fa.set_flow_style()
+        elif isinstance(old, ScalarString):  # "x" stays double-quoted, 'x' single-quoted
+            value = type(old)(new)
         parent = lookup(doc, key.rsplit(".", 1)[0]) if "." in key else doc
-        parent[key.rsplit(".", 1)[-1]] = new
+        parent[key.rsplit(".", 1)[-1]] = value
         changes.append((key, old, new))
-    import io
-
     buf = io.StringIO()
     rt.dump(doc, buf)
+    if check is not None:
+        check(yaml.safe_load(buf.getvalue()))
     atomic_write_text(path, buf.getvalue())
     return changes

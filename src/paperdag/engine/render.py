@@ -65,3 +65,11 @@ def render(project: Project, check: bool = False) -> bool:
         return current == text
     atomic_write_text(path, text)
     return False
+
+
+def ensure_rendered(project: Project) -> None:
+    """Re-render dvc.yaml when it has drifted from pipelines/ (say so)."""
+    import sys
+
+    if not render(project):
+        print("dvc.yaml was out of date with pipelines/: re-rendered", file=sys.stderr)

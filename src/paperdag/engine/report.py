@@ -75,7 +75,9 @@ def collect(root: Path) -> dict[str, Any]:
     project = load_project(root)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
     lock_outs = {o["path"]: o.get("md5") for e in (dvc.lock(root).get("stages") or {}).values() for o in e.get("outs", [])}
-    runs = runs_by_output(root) if (root / "mlflow.db").exists() else {}
+    from paperdag.engine.records import pending
+
+    runs = runs_by_output(root) if (root / "mlflow.db").exists() or pending(root) else {}
     pipelines = []
     for name, p in sorted(project.pipelines.items()):
         metrics, plots, run_ids = [], [], {}

@@ -12,13 +12,15 @@ import inspect
 import os
 import random
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, get_type_hints
+from typing import Any, Callable, Iterable, get_type_hints
 
 from paperdag.engine import artifacts, stable
 from paperdag.engine.errors import StageError
+from paperdag.engine.failures import failure_path, failure_text, record_failure
 from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place, tmp_sibling
 from paperdag.engine.numerics import Numerics, apply_in_process, from_params
 from paperdag.engine.numerics import tags as numerics_tags
@@ -84,6 +86,25 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     return fn, {"params": typed}, seed
 
 
+def validated_project(root: Path, pipelines: list[str] | None = None, params: dict[str, Any] | None = None) -> Project:
+    """The project, with the typed params of every stage (of `pipelines`) built: a wrong type, an impossible value or
+    a key no stage reads is an error naming its params.yaml key before any stage work (imports the stage modules)."""
+    params = load_params(root) if params is None else params
+    project = load_project(root, params)
+    check_params(project, params, pipelines)
+    return project
+
+
+def check_params(project: Project, params: dict[str, Any], pipelines: Iterable[str] | None = None) -> None:
+    """Build the typed params of every stage (of `pipelines`) as `prepare` does: a wrong type, an impossible value
+    or an unknown key is an error naming its params.yaml key before any stage work. It imports every stage module,
+    so only the commands that act on params call it (render, run, claims), not `paperdag list`."""
+    wanted = set(project.pipelines if pipelines is None else pipelines)
+    for stage in project.stages.values():
+        if stage.pipeline in wanted and not stage.builtin:
+            prepare(project, params, stage)
+
+
 def _claims_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:
     """The engine's claims stage: judge the pipeline's declared claims on the metric files it reads."""
     from paperdag.engine import claims
@@ -97,68 +118,88 @@ def _claims_function(project: Project, stage: Stage) -> Callable[..., dict[str, 
     return judge
 
 
+class Terminated(BaseException):
+    """The stage process got SIGTERM: unwind like an exception, so that its run record ends KILLED."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated(f"terminated by signal {signum}")
+
+
 def run_stage(root: Path | str, address: str) -> dict[str, str]:
     """Run one stage; return the md5 of each output path."""
-    from paperdag.engine import tracking
+    from paperdag.engine import records, tracking
 
     root = Path(root).resolve()
     params = load_params(root)
     project = load_project(root, params)
     stage = project.stage(address)
+    _refuse_beside_a_run(root)
     t0 = time.perf_counter()
     _say(f"{address}: start")
-    # MLflow's import and store take seconds: open the run in the background while the stage module is imported
-    # (torch, transformers, ...) and its inputs are hashed and loaded
-    pending = tracking.PendingRun(root, stage.pipeline, stage.name, {"paperdag.seed": str(stage_seed(params, address))})
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    record = tracking.stage_record(root, stage.pipeline, stage.name, {"paperdag.seed": str(stage_seed(params, address))})
     kwargs: dict[str, Any] = {}
     try:
-        fn, kwargs, seed = prepare(project, params, stage)
-        for a in stage.outputs.values():
-            remove_stale_tmp((root / a.path).parent)
-        dep_md5 = {path: dvc_md5(root / path) for path in stage.dep_paths if (root / path).exists()}
-        numerics = from_params(params)
-        seed_everything(seed, numerics)
-
-        def read(path: str) -> Any:
-            return artifacts.read(project.producers[path].output_at(path).type, root / path)
-
-        kwargs.update({name: read(path) for name, path in stage.deps.items()})
-        kwargs.update({name: {key: read(path) for key, path in paths.items()} for name, paths in stage.gathers.items()})
-        # wait for the run before calling the stage, so that MLflow's import does not share the CPU (and the GIL)
-        # with the stage, whose own timings (runtime metrics) must not be distorted
-        pending.handle().set_tags({f"{tracking.DEP_TAG}{p}": m for p, m in dep_md5.items()})
-        t_call = time.perf_counter()
-        result = fn(**kwargs)
-        out_md5 = _write_outputs(root, stage, result)
-        stable.record(root, {a.path: (out_md5[a.path], d) for a in stage.outputs.values()
-                             if (d := stable.digest(a, root / a.path, stage.volatile)) is not None})
-    except BaseException as e:
-        _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e}")
         try:
-            if "params" in kwargs:
-                pending.handle().log_params(vars(kwargs["params"]))
-            pending.fail(e)
-        except Exception as tracking_error:  # never hide the stage's own error behind a tracking one
-            _say(f"{address}: could not record the failure in MLflow: {tracking_error}")
-        raise
-    elapsed = time.perf_counter() - t_call  # the stage function and writing its outputs
-    run = pending.handle()
-    if "params" in kwargs:
-        run.log_params(vars(kwargs["params"]))
-    if stage.builtin:
-        from paperdag.engine.claims import run_tags
+            fn, kwargs, seed = prepare(project, params, stage)
+            for a in stage.outputs.values():
+                remove_stale_tmp((root / a.path).parent)
+            record.set_tags({f"{tracking.DEP_TAG}{path}": dvc_md5(root / path)
+                             for path in stage.dep_paths if (root / path).exists()})
+            numerics = from_params(params)
+            seed_everything(seed, numerics)
 
-        run.set_tags(run_tags(result["claims"]["claims"]))
-    run.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()} | numerics_tags(numerics))
-    run.log_metrics({"paperdag.stage_seconds": elapsed})
-    for a in stage.outputs.values():
-        if a.kind == "metric":
-            run.log_metrics(artifacts.read("json", root / a.path))
-        if a.kind in ("metric", "plot"):
-            run.log_artifact(root / a.path, a.kind + "s")
-    pending.finish()
-    _say(f"{address}: done: stage {elapsed:.1f} s, {time.perf_counter() - t0:.1f} s in all (mlflow run {run.run_id})")
+            def read(path: str) -> Any:
+                return artifacts.read(project.producers[path].output_at(path).type, root / path)
+
+            kwargs.update({name: read(path) for name, path in stage.deps.items()})
+            kwargs.update({name: {key: read(path) for key, path in paths.items()} for name, paths in stage.gathers.items()})
+            t_call = time.perf_counter()
+            result = fn(**kwargs)
+            out_md5 = _write_outputs(root, stage, result)
+            stable.record(root, {a.path: (out_md5[a.path], d) for a in stage.outputs.values()
+                                 if (d := stable.digest(a, root / a.path, stage.volatile)) is not None})
+        except BaseException as e:
+            record_failure(root, address, e)
+            _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e} "
+                 f"(traceback: {failure_path(root, address).relative_to(root)})")
+            if "params" in kwargs:
+                record.log_params(vars(kwargs["params"]))
+            record.attach_text(failure_text(e), "traceback.txt")
+            record.set_tags({"paperdag.error": f"{type(e).__name__}: {e}", **tracking.environment()})
+            record.end("KILLED" if isinstance(e, (Terminated, KeyboardInterrupt)) else "FAILED")
+            raise
+        elapsed = time.perf_counter() - t_call  # the stage function and writing its outputs
+        if "params" in kwargs:
+            record.log_params(vars(kwargs["params"]))
+        if stage.builtin:
+            from paperdag.engine.claims import run_tags
+
+            record.set_tags(run_tags(result["claims"]["claims"]))
+        record.set_tags({f"{tracking.OUT_TAG}{p}": m for p, m in out_md5.items()} | numerics_tags(numerics)
+                        | tracking.environment())
+        record.log_metrics({"paperdag.stage_seconds": elapsed})
+        for a in stage.outputs.values():
+            if a.kind == "metric":
+                record.log_metrics(artifacts.read("json", root / a.path))
+            if a.kind in ("metric", "plot"):
+                record.attach(root / a.path, a.kind + "s")
+        record.end("FINISHED")
+    finally:
+        records.start_drainer(root)
+    _say(f"{address}: done: stage {elapsed:.1f} s, {time.perf_counter() - t0:.1f} s in all (run record {record.id})")
     return out_md5
+
+
+def _refuse_beside_a_run(root: Path) -> None:
+    """Outside a `paperdag run`, refuse to run a stage while one runs in this repository (plain `dvc repro` beside
+    it would run the same stages twice)."""
+    from paperdag.engine import locks
+    from paperdag.engine.tracking import FLOW_RUN_ENV
+
+    if FLOW_RUN_ENV not in os.environ:
+        locks.refuse_if_running(root)
 
 
 def _write_outputs(root: Path, stage: Stage, result: Any) -> dict[str, str]:

@@ -3,9 +3,10 @@
 A pipeline file declares stages; each stage names its inputs (deps: name -> path), the params.yaml keys it
 reads, and its outputs (outs / metrics / plots: name -> path, typed by extension). Validation is whole-project:
 every input must be some stage's output, no path has two producers, the stage graph has no cycle, every
-params key exists, every stage function exists in stages/<pipeline>.py. An optional `smoke:` section maps
-params.yaml keys of the pipeline's own section to the smaller values its end-to-end tests run it at
-(paperdag.engine.scratch applies them to a scratch copy).
+params key a stage declares exists and every params.yaml key is read, path params stay inside the repository,
+every stage function exists in stages/<pipeline>.py. An optional `smoke:` section maps params.yaml keys of the
+pipeline's own section to the smaller values its end-to-end tests run it at (paperdag.engine.scratch applies them
+to a scratch copy).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import networkx as nx
 import yaml
 
 from paperdag.engine import numerics
 from paperdag.engine.claims import Claim, claims_path
 from paperdag.engine.claims import parse as parse_claims
+from paperdag.engine.dag import Dag
+from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import SpecError
 from paperdag.engine.params import load_params, lookup, same_kind
 
@@ -138,14 +140,10 @@ class Project:
         return {a.path: s for s in self.stages.values() for a in s.outputs.values()}
 
     @cached_property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> Dag:
         """Stage addresses, with an edge from producer to consumer."""
-        g = nx.DiGraph()
-        g.add_nodes_from(self.stages)
-        for s in self.stages.values():
-            for path in s.dep_paths:
-                g.add_edge(self.producers[path].address, s.address)
-        return g
+        edges = [(self.producers[path].address, s.address) for s in self.stages.values() for path in s.dep_paths]
+        return Dag(self.stages, edges)
 
     def pipeline(self, name: str) -> Pipeline:
         if name not in self.pipelines:
@@ -162,13 +160,12 @@ class Project:
 
     def order(self, pipeline: str | None = None) -> list[Stage]:
         """Stages in a stable topological order, optionally only one pipeline's."""
-        order = nx.lexicographical_topological_sort(self.graph)
-        stages = [self.stages[a] for a in order]
+        stages = [self.stages[a] for a in self.graph.order()]
         return [s for s in stages if pipeline is None or s.pipeline == pipeline]
 
     def upstream(self, address: str) -> list[Stage]:
         """The stage and every stage it depends on, in topological order."""
-        keep = nx.ancestors(self.graph, address) | {address}
+        keep = self.graph.ancestors(address) | {address}
         return [s for s in self.order() if s.address in keep]
 
 
@@ -212,7 +209,7 @@ def _claims_volatile(project: Project) -> None:
 def _read_yaml(path: Path, root: Path) -> Any:
     rel = path.relative_to(root).as_posix()
     try:
-        return yaml.safe_load(path.read_text())
+        return load_yaml(path.read_text())
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "?"
@@ -433,6 +430,8 @@ def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> A
 
 def _validate(project: Project, params: dict[str, Any]) -> None:
     numerics.from_params(params)  # base.numerics must be complete before any stage can run under it
+    _every_key_is_read(project, params)
+    allowed_outside = _allowed_outside(project, params)
     producers: dict[str, tuple[Pipeline, Stage, str]] = {}
     for p in project.pipelines.values():
         for s in p.stages.values():
@@ -466,16 +465,13 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
                 if not any(key == k or key.startswith(k + ".") for k in s.params):
                     raise SpecError(p.file, where, f"'{key}' is not among the stage's params")
                 for path in param_paths(params, key):
+                    _inside_repository(project.root, key, path, allowed_outside)
                     if not (project.root / path).is_file():
                         raise SpecError("params.yaml", key, f"{path} does not exist (\"\" for none)")
-    graph = project.graph
-    try:
-        cycle = nx.find_cycle(graph)
-    except nx.NetworkXNoCycle:
-        cycle = None
+    cycle = project.graph.cycle()
     if cycle:
-        first = project.stages[cycle[0][0]]
-        loop = " -> ".join([a for a, _ in cycle] + [cycle[0][0]])
+        first = project.stages[cycle[0]]
+        loop = " -> ".join(cycle)
         raise SpecError(project.pipelines[first.pipeline].file, f"stages.{first.name}", f"dependency cycle: {loop}")
     for p in project.pipelines.values():
         module = project.root / p.module_file
@@ -484,6 +480,57 @@ def _validate(project: Project, params: dict[str, Any]) -> None:
             if not s.builtin and s.function not in defined:
                 why = "does not exist" if module.exists() else f"{p.module_file} does not exist"
                 raise SpecError(p.file, f"stages.{s.name}", f"stage function {p.module_file}:{s.function} {why}")
+
+
+ALLOW_OUTSIDE_KEY = "base.allow_outside_paths"
+ENGINE_KEYS = ("base.seed", numerics.KEY, ALLOW_OUTSIDE_KEY)  # params.yaml keys the engine reads itself
+
+
+def _allowed_outside(project: Project, params: dict[str, Any]) -> set[str]:
+    """base.allow_outside_paths: the path params the user lets name files outside the repository."""
+    allowed = params["base"].get("allow_outside_paths", [])
+    if not isinstance(allowed, list) or not all(isinstance(k, str) for k in allowed):
+        raise SpecError("params.yaml", ALLOW_OUTSIDE_KEY, "expected a list of path params keys")
+    path_params = {k for s in project.stages.values() for k in s.path_params}
+    for key in allowed:
+        if key not in path_params:
+            raise SpecError("params.yaml", ALLOW_OUTSIDE_KEY,
+                            f"'{key}' is not a path param of any stage (known: {', '.join(sorted(path_params)) or 'none'})")
+    return set(allowed)
+
+
+def _inside_repository(root: Path, key: str, path: str, allowed_outside: set[str]) -> None:
+    """A path param must resolve (symlinks and `..` followed) inside the repository: a file outside it would become a
+    dep of the committed dvc.yaml that no other clone has, unless the user allows it for this key."""
+    resolved = (root / path).resolve()
+    if not resolved.is_relative_to(root) and key not in allowed_outside:
+        raise SpecError("params.yaml", key, f"{path} resolves to {resolved}, outside the repository; name a file inside it, "
+                        f"or list '{key}' in {ALLOW_OUTSIDE_KEY} to allow it")
+
+
+def _every_key_is_read(project: Project, params: dict[str, Any]) -> None:
+    """Every params.yaml key is read by some stage (declared, or under a declared mapping), is a matrix axis (`${key}`)
+    or is the engine's own: any other key is a typo or a leftover that would otherwise be found only when a stage runs."""
+    read = set(ENGINE_KEYS) | {k for s in project.stages.values() for k in s.params}
+    read |= {ref.group(1) for p in project.pipelines.values() for m in p.matrices.values() for v in m.values.values()
+             if isinstance(v, str) and (ref := _PARAM_REF.match(v))}
+    unread = _unread(params, "", read)
+    if unread:
+        more = f" (nor {', '.join(unread[1:])})" if len(unread) > 1 else ""
+        raise SpecError("params.yaml", unread[0], f"no stage reads it{more}: add it to a stage's params in pipelines/, or remove it")
+
+
+def _unread(node: dict[str, Any], prefix: str, read: set[str]) -> list[str]:
+    unread = []
+    for name, value in node.items():
+        key = f"{prefix}{name}"
+        if key in read:
+            continue
+        if isinstance(value, dict) and any(k.startswith(key + ".") for k in read):
+            unread += _unread(value, key + ".", read)
+        else:
+            unread.append(key)
+    return unread
 
 
 def param_paths(params: dict[str, Any], key: str) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from paperdag.engine import dvc
-from paperdag.engine.fsutil import atomic_write_text
+from paperdag.engine.fsutil import atomic_write_text, load_yaml
 from paperdag.engine.spec import Artifact
 
 LOCK_FILE = "paperdag.lock"
@@ -69,7 +69,7 @@ def load(root: Path) -> dict[str, dict[str, str]]:
     path = Path(root) / LOCK_FILE
     if not path.exists():
         return {}
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = load_yaml(path.read_text()) or {}
     return {str(k): dict(v) for k, v in (doc.get("outputs") or {}).items()}
 
 

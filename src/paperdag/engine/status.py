@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import networkx as nx
-
 from paperdag.engine import dvc
 from paperdag.engine.spec import Project, Stage, load_project
 
@@ -44,7 +42,7 @@ def stale_stages_from(project: Project, changed: set[str], scope: list[Stage]) -
     names = {s.address for s in scope}
     stale = {s.address for s in scope if s.dvc_name in changed}
     for a in list(stale):
-        stale |= nx.descendants(project.graph, a) & names
+        stale |= project.graph.descendants(a) & names
     return [s for s in scope if s.address in stale]
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from paperdag.engine.records import DRAIN_ENV
+from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 from paperdag.engine import dvc, stable
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
@@ -82,8 +84,11 @@ def _rerun(root: Path, stages: list[Stage], check: Any, workers: int | None = No
     with tempfile.TemporaryDirectory(prefix="paperdag-verify-") as tmp:
         scratch = Path(tmp)
         _workspace_copy(root, scratch, stages)
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{scratch / 'mlflow.db'}", "PAPERDAG_ROOT": str(scratch)}
-        env.pop("PAPERDAG_PARENT_RUN_ID", None)
+        # the reruns' MLflow runs would be thrown away with the scratch workspace: their records are never drained
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{scratch / 'mlflow.db'}", "PAPERDAG_ROOT": str(scratch),
+               DRAIN_ENV: "off"}
+        for k in (PARENT_RUN_ENV, FLOW_RUN_ENV):
+            env.pop(k, None)
 
         def run_one(s: Stage) -> None:
             r = subprocess.run([sys.executable, "-m", "paperdag", "stage", s.address], cwd=scratch, env=env)

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from pydantic import PositiveInt
 
 from paperdag.methods.toy import spin
 
 
 @dataclass(frozen=True)
 class MakeParams:
-    n: int
+    n: PositiveInt
     extra_rows: str
     seed: int
 

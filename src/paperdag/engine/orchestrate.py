@@ -1,0 +1,66 @@
+"""`paperdag run PIPELINE`: check, plan, and only then start Prefect.
+
+In this order, each step cheap before the next one costs: the run lock and DVC's lock (a second run is refused at
+once); `--set` overrides, validated before params.yaml is written; dvc.yaml rendered; a temporary Prefect server
+started (it takes seconds) while DVC plans the stale stages and this process imports Prefect; the flow (flow.py).
+An up-to-date pipeline stops the server at once.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from paperdag.engine import locks
+from paperdag.engine.errors import StageError
+from paperdag.engine.render import ensure_rendered
+from paperdag.engine.settings import prefect_defaults
+from paperdag.engine.runner import validated_project
+from paperdag.engine.status import stale_stages
+
+
+def quiet_prefect() -> None:
+    """A failed stage is reported once, on one line (flow.py); Prefect's own task and flow-run logs would repeat it
+    as tracebacks."""
+    import logging
+
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None,
+                 workers: int | None = None, overrides: list[str] = ()) -> dict[str, str]:
+    """Run the pipeline's stale stages as a Prefect flow; return stage address -> 'done'. Raises StageError naming
+    the failed stages (each already reported on one line)."""
+    root = Path(root).resolve()
+    prefect_defaults(root)
+    with locks.run_lock(root):
+        locks.refuse_if_dvc_busy(root)
+        if overrides:
+            from paperdag.engine.params import set_params
+
+            # the whole project must validate with the new values before they are written
+            for key, old, new in set_params(root, list(overrides), lambda p: validated_project(root, params=p)):
+                print(f"params.yaml: {key}: {old!r} -> {new!r}", file=sys.stderr)
+        project = validated_project(root, [pipeline])  # a bad value is refused before Prefect starts
+        ensure_rendered(project)
+        from paperdag.engine.prefect_server import temporary_server
+
+        # the server (seconds to start: Prefect's own imports) starts while DVC plans; it is stopped at once when
+        # there is nothing to run
+        with temporary_server() as ready:
+            todo = stale_stages(project, pipeline)
+            if not todo:
+                print(f"{pipeline}: every stage is up to date", file=sys.stderr)
+                return {}
+            from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
+
+            quiet_prefect()
+
+            configured = flow.paperdag_pipeline.with_options(
+                task_runner=flow.task_runner(runner, address, workers, len(todo)))
+            ready()
+            state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
+        if state.is_failed():
+            raise StageError(state.message or f"{pipeline}: the flow failed")
+        return state.result()

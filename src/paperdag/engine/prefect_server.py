@@ -1,0 +1,134 @@
+"""The temporary Prefect server of a `paperdag run`: started from a migrated database, a child that dies with us.
+
+Without PREFECT_API_URL, Prefect starts its own temporary server, which on a fresh PREFECT_HOME runs its ~116
+SQLite migrations first (20-27 s here) and outlives a `paperdag run` killed with SIGKILL. This module starts the
+same server (uvicorn on Prefect's app factory, as Prefect's SubprocessASGIServer does) itself:
+
+- its database starts as a copy of a template migrated once per installation (`python -m
+  paperdag.engine.prefect_server`, which `make` runs; built on first use otherwise), when PREFECT_HOME has none;
+- on Linux the server gets PR_SET_PDEATHSIG: the kernel sends it SIGTERM when the `paperdag run` dies, however.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from paperdag.engine.errors import PaperdagError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: ask the kernel to SIGTERM this child when the thread that started it dies (Linux only)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def template_path() -> Path:
+    from importlib import metadata
+
+    return Path(sys.prefix) / "share" / "paperdag" / f"prefect-{metadata.version('prefect')}.db"
+
+
+def build_template() -> Path:
+    """Migrate an empty Prefect database once, into the virtual environment (a no-op when it exists)."""
+    target = template_path()
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        db = Path(tmp) / "prefect.db"
+        env = {**os.environ, "PREFECT_HOME": tmp, "PREFECT_API_URL": "",
+               "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{db}"}
+        r = subprocess.run([sys.executable, "-m", "prefect", "server", "database", "upgrade", "-y"], env=env,
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not db.exists():
+            raise PaperdagError(f"could not migrate a Prefect database template: {(r.stderr or r.stdout)[-500:]}")
+        os.replace(db, target)
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def temporary_server() -> Iterator[Callable[[], None]]:
+    """For the block's length, PREFECT_API_URL points at a temporary server (unless it was set already).
+
+    Start this before importing Prefect (its settings are read at import) and call the yielded `ready()` before the
+    first flow: the server starts while the caller imports Prefect and plans."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield lambda: None
+        return
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+    home.mkdir(parents=True, exist_ok=True)
+    db = home / "prefect.db"
+    if not db.exists() and not os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL"):
+        try:
+            shutil.copyfile(build_template(), db.with_suffix(".tmp"))
+            os.replace(db.with_suffix(".tmp"), db)
+        except (OSError, PaperdagError) as e:  # Prefect migrates a fresh database itself: slower, not wrong
+            print(f"[paperdag] no Prefect database template ({e}); the server migrates its own", file=sys.stderr)
+    spec = importlib.util.find_spec("prefect")
+    assert spec is not None and spec.origin is not None
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    log = open(home / "server.log", "w")
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(spec.origin).parent.parent), "--factory",
+         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "error",
+         "--lifespan", "on"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+
+    def ready() -> None:
+        timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120"))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                tail = (home / "server.log").read_text()[-1500:]
+                raise PaperdagError(f"the temporary Prefect server did not start within {timeout:.0f} s: {tail}")
+            time.sleep(0.05)
+
+    # a temporary server's logs die with it, and a log batch flushed after it stopped would print a connection error
+    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_LOGGING_TO_API_ENABLED")}
+    os.environ.update(PREFECT_API_URL=url, PREFECT_LOGGING_TO_API_ENABLED="false")
+    try:
+        yield ready
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+if __name__ == "__main__":
+    print(build_template())

@@ -1,0 +1,105 @@
+"""Who runs stages: `paperdag run` and `dvc repro` refuse each other at once (no stage runs twice), and a
+`paperdag run` killed with SIGKILL leaves no Prefect server or stage behind, and no parent run RUNNING."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import cli, dvc
+from paperdag.engine import records
+from paperdag.engine.tracking import client
+
+
+def wait_for(predicate, what: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def slow_left(repo: Path, seconds: float) -> None:
+    p = repo / "params.yaml"
+    p.write_text(p.read_text().replace("seconds: 0.0", f"seconds: {seconds}"))
+
+
+def stage_started(repo: Path) -> bool:
+    return any('"RUNNING"' in p.read_text() for p in records.pending(repo))
+
+
+def test_dvc_repro_is_refused_while_paperdag_run_runs(built_toy: Path, prefect_server: str) -> None:
+    """While `paperdag run` runs, `dvc repro` fails at its first stage, naming the run's pid, before doing work; each
+    stage ran once."""
+    slow_left(built_toy, 8.0)
+    run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy"], cwd=built_toy, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: stage_started(built_toy), "the run's first stage")
+    t = time.perf_counter()
+    r = dvc(built_toy, "repro", check=False)
+    assert r.returncode != 0 and time.perf_counter() - t < 30
+    assert f"`paperdag run` (pid {run.pid}) is running" in r.stdout + r.stderr
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    c = client(built_toy)
+    found = c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000)
+    rerun = [r.data.tags.get("paperdag.stage") for r in found if "mlflow.parentRunId" in r.data.tags]
+    assert sorted(rerun) == ["combine", "left", "right"], "a stage ran twice or not at all"
+    assert "up to date" in dvc(built_toy, "status").stdout
+
+
+def test_paperdag_run_is_refused_at_once_while_dvc_repro_runs(built_toy: Path) -> None:
+    """While `dvc repro` runs a stage, `paperdag run` exits at once (before starting Prefect) naming DVC's pid."""
+    slow_left(built_toy, 8.0)
+    repro = subprocess.Popen([sys.executable, "-m", "dvc", "repro"], cwd=built_toy, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    wait_for(lambda: stage_started(built_toy), "dvc repro's first stage")
+    t = time.perf_counter()
+    r = cli(built_toy, "run", "toy", check=False)
+    assert r.returncode == 2 and time.perf_counter() - t < 10
+    assert f"a DVC command (pid {repro.pid}, `" in r.stderr and " repro`) is running" in r.stderr
+    assert repro.wait(300) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def test_a_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path, tmp_path: Path) -> None:
+    """`paperdag run` on its own temporary Prefect server (no PREFECT_API_URL), killed with SIGKILL mid-stage: the
+    server and the stage die with it, the next drain ends the parent run KILLED, and a rerun finishes the work."""
+    slow_left(built_toy, 30.0)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy"], cwd=built_toy, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: stage_started(built_toy), "the run's first stage", timeout=180)
+    children = _children(run.pid)
+    assert children, "no server or stage process under the run"
+    run.send_signal(signal.SIGKILL)
+    run.wait(30)
+    wait_for(lambda: not any(_alive(p) for p in children), "the run's children to die", timeout=30)
+    c = client(built_toy)  # drains
+    found = c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000)
+    parent = [r for r in found if "paperdag.stage" not in r.data.tags]
+    assert len(parent) == 1 and parent[0].info.status == "KILLED"
+    assert all(r.info.status != "RUNNING" for r in found)
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("seconds: 30.0", "seconds: 0.1"))
+    assert cli(built_toy, "run", "toy", env={"PREFECT_API_URL": "", "PREFECT_HOME": env["PREFECT_HOME"]}).returncode == 0
+    assert "up to date" in dvc(built_toy, "status").stdout
