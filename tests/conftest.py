@@ -15,6 +15,7 @@ from typing import Callable
 
 import pytest
 
+from paperdag.engine import records
 from support import REPO, SmokeBuild, dvc, make_repo, pipeline_repo, smoke_group
 
 
