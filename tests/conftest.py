@@ -81,7 +81,6 @@ def toy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def built_toy_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The toy project after one `dvc repro` (built once per session; copy it before changing it)."""
-    from paperdag.engine import records
 
     repo = make_repo(tmp_path_factory.mktemp("built") / "toy")
     dvc(repo, "repro")
