@@ -12,8 +12,8 @@ from paperdag._lazy import attach
 # each submodule is imported on first use of one of its names (eviction, lookahead and scores need torch and
 # transformers; data does not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "data": ["SPLITS", "TaskSizes", "encode", "make_example", "vocabulary_text"],
-    "eviction": ["METHODS", "Prepared", "Setting", "decode", "evict", "prefill", "prepare"],
+    "data": ["METHODS", "SPLITS", "TaskSizes", "encode", "make_example", "vocabulary_text"],
+    "eviction": ["Prepared", "Setting", "decode", "evict", "prefill", "prepare"],
     "lookahead": ["LookaheadKV", "attach", "kl_per_layer_head", "lookahead_forward", "lookahead_loss", "normalised"],
     "scores": ["h2o_scores", "kv_head_scores", "overlap", "rows_after_prompt", "snapkv_scores", "streaming_keep",
                "top_c"],
