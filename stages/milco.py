@@ -20,6 +20,7 @@ from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveIn
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
+from paperdag._lazy import when_imported
 from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.methods.milco import InvertedIndex, active_dims, build_world, learn_dictionary, prune_by_mass, real_parallel_names, translate
 from paperdag.retrieval import ndcg_at_k_per_query, recall_at_k_per_query
@@ -33,15 +34,9 @@ if TYPE_CHECKING:
 # functions that use them, so that importing this module (every milco stage process does) stays cheap for synthesize
 # and evaluate (tests/engine/test_imports.py).
 
-
-def _torch():
-    """torch with one intra-op thread, called first by every stage that runs a model: on 2 cores shared with other
-    jobs, a 2-thread tiny model ran 4-6x slower per step (measured)."""
-    import torch
-
-    torch.set_num_threads(1)
-    return torch
-
+# one intra-op thread, set when a stage first imports torch (the engine's base.numerics, set up after, still decide
+# under `paperdag stage`): on 2 cores shared with other jobs, a 2-thread tiny model ran 4-6x slower per step (measured)
+when_imported("torch", lambda torch: torch.set_num_threads(1))
 
 VARIANTS = ("milco", "no_echo", "no_connector", "no_align")  # the model variants, one distill stage each
 SPARSE_BASELINES = ("bm25", "translate_bm25")
@@ -122,10 +117,11 @@ class TrainTeacherParams(ModelParams, TeacherParams):
 def train_teacher(params: TrainTeacherParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame) -> dict[str, object]:
     """Multilingual + English tokenizers, the dense teacher's (all-MiniLM-L6-v2 on the English side) group scores,
     and the English SPLADE-like teacher trained on English text."""
+    import torch
+
     from paperdag.lm import TrainConfig, load_encoder_and_tokenizer, tiny_bert_config, tiny_masked_lm, train_wordpiece
     from paperdag.methods.milco import Groups, tokenize, train_english_teacher
 
-    torch = _torch()
     p = params
     english_texts = corpus["english"].to_list() + parallel["english"].to_list()
     en_tok = train_wordpiece(english_texts, p.en_vocab_size)
@@ -214,12 +210,12 @@ class AlignParams(ModelParams, VariantParams):
 
 def _student(p: ModelParams, v: VariantParams, teacher: PreTrainedModel, tokenizer_dir: Path, seed: int) -> Milco:
     """A fresh student: the encoder (tiny from config, or the local checkpoint), connector, the teacher's head copied."""
+    import torch
     from transformers import AutoTokenizer
 
     from paperdag.lm import load_encoder_and_tokenizer, tiny_bert_config, tiny_encoder
     from paperdag.methods.milco import Milco
 
-    torch = _torch()
     torch.manual_seed(seed)
     if p.encoder:
         encoder, tokenizer = load_encoder_and_tokenizer(p.encoder)
@@ -241,7 +237,6 @@ def align(params: AlignParams, parallel: pl.DataFrame, teacher: Path, tokenizer:
     from paperdag.lm import TrainConfig
     from paperdag.methods.milco import align as align_stage1, tokenize
 
-    _torch()
     p = params
     en_model, en_tok = _load_teacher(teacher)
     student = _student(p, p, en_model, tokenizer, p.seed)
@@ -293,9 +288,10 @@ def _distill(p: DistillParams, student: Milco, corpus: pl.DataFrame, queries: pl
 def distill(params: DistillParams, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame,
             aligned: Path) -> dict[str, object]:
     """Stage 2 from an aligned student: KL distillation of the dense teacher's group scores + FLOPS."""
+    import torch
+
     from paperdag.methods.milco import Milco
 
-    torch = _torch()
     student = Milco.from_pretrained(aligned)
     if isinstance(student.connector, torch.nn.Identity) == params.connector:
         raise ValueError(f"milco variant {params.variant}: connector={params.connector} but its `aligned` dep was aligned with "
@@ -306,7 +302,6 @@ def distill(params: DistillParams, corpus: pl.DataFrame, queries: pl.DataFrame, 
 def distill_no_align(params: DistillParams, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame,
                      teacher: Path, tokenizer: Path) -> dict[str, object]:
     """The no-alignment ablation: stage 2 straight from a fresh student (the teacher's head, no stage 1)."""
-    _torch()
     en_model, _ = _load_teacher(teacher)
     return _distill(params, _student(params, params, en_model, tokenizer, params.seed), corpus, queries, groups)
 
@@ -330,7 +325,6 @@ def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, mod
     from paperdag.methods.milco import Milco, encode_sparse, tokenize
     from paperdag.retrieval import AnnIndex, BM25Index, encode, load_encoder
 
-    _torch()
     p = params
     if any(not 0 < r <= 1 for r in p.rhos) or 1.0 not in p.rhos:
         raise ValueError("params.yaml milco.index.rhos: each pruning mass must be in (0, 1], and 1.0 (no pruning) is required")
@@ -394,7 +388,6 @@ def retrieve(params: RetrieveParams, queries: pl.DataFrame, indexes: Path, model
     from paperdag.methods.milco import Milco, encode_sparse, tokenize
     from paperdag.retrieval import AnnIndex, BM25Index, encode, load_encoder
 
-    _torch()
     p = params
     test = queries.filter(pl.col("split") == "test").sort("query_id")
     texts, qids = test["text"].to_list(), test["query_id"].to_list()

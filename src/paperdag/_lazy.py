@@ -1,14 +1,21 @@
-"""Lazy package namespaces (PEP 562): a package re-exports names from its submodules, and a submodule is imported
-on first use of one of its names, so that importing the package does not import torch, transformers or faiss.
+"""Imports that happen when they are needed: torch, transformers and faiss cost seconds, and a stage process pays
+only for what its stage function uses.
 
-The call has lazy_loader's signature (scientific-python SPEC 1), which the environment does not ship:
+attach: lazy package namespaces (PEP 562), a package re-exporting names from its submodules imports a submodule on
+first use of one of its names. The call has lazy_loader's signature (scientific-python SPEC 1), which the
+environment does not ship:
 
     __getattr__, __dir__, __all__ = attach(__name__, {"causal": ["fit_causal_lm", ...], "factworld": [...]})
+
+when_imported: set a library up the moment it is first imported (the engine seeds torch and fixes its threads so,
+whenever the stage function imports it).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -53,3 +60,46 @@ class _Package(types.ModuleType):
         if isinstance(value, types.ModuleType) and sub is not None and value.__name__ == f"{self.__name__}.{name}":
             value = getattr(importlib.import_module(f"{self.__name__}.{sub}"), name)
         super().__setattr__(name, value)
+
+
+_waiting: dict[str, list[Callable[[types.ModuleType], None]]] = {}
+
+
+def when_imported(name: str, callback: Callable[[types.ModuleType], None]) -> None:
+    """Call `callback(module)` once the top-level module `name` is imported: now if it is already, else right after
+    its first import finishes, before the importer gets it. Callbacks run in the order they were registered."""
+    if name in sys.modules:
+        callback(sys.modules[name])
+        return
+    _waiting.setdefault(name, []).append(callback)
+    if not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport())
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds a waited-for module with the other finders and runs its callbacks after its loader executed it."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _waiting:
+            return None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None and spec.loader is not None:
+                    spec.loader = _CallbacksAfter(spec.loader)
+                    return spec
+        return None
+
+
+class _CallbacksAfter(importlib.abc.Loader):
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__loader__ = module.__spec__.loader = self._loader  # the module sees its own loader, not this one
+        self._loader.exec_module(module)
+        for callback in _waiting.pop(module.__name__, []):
+            callback(module)

@@ -87,3 +87,25 @@ def test_submodule_imported_first_does_not_shadow_its_name(package: str, name: s
                f"print(isinstance(pkg.{name}, types.ModuleType))")
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == "False"
+
+
+def test_torch_imported_by_the_stage_function_is_seeded_and_set_up():
+    """torch first imported inside the stage function (its module did not) is seeded with the stage's seed and gets
+    the numerics' threads and deterministic kernels, after the hooks stage modules registered (milco's one thread)."""
+    r = _fresh("""
+import sys
+from paperdag._lazy import when_imported
+from paperdag.engine.numerics import Numerics
+from paperdag.engine.runner import seed_everything
+when_imported("torch", lambda torch: torch.set_num_threads(1))  # as stages/milco.py does at import
+seed_everything(7, Numerics(mode="native", threads=3, aten_cpu_capability="default", mkl_cbwr="COMPATIBLE",
+                            onednn_max_cpu_isa="SSE41", openblas_coretype="Prescott", numpy_simd="native"))
+assert "torch" not in sys.modules
+import torch
+drawn = torch.rand(4)
+torch.manual_seed(7)
+print(torch.equal(drawn, torch.rand(4)), torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
+      type(torch.__loader__).__name__)  # its own loader, not the hook's
+""")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["True", "3", "True", "SourceFileLoader"]
