@@ -18,24 +18,11 @@ from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveIn
 from rich.progress import track
 
 from paperdag.engine.params import Fraction, PositiveFraction
-from paperdag.lm import (
-    TrainConfig,
-    checkpoint_writer,
-    contains_answer,
-    fit_causal_lm,
-    generate,
-    load_causal_lm,
-    plain,
-    tiny_causal_lm,
-    tiny_llama_config,
-    train_byte_bpe,
-)
+from paperdag.lm import contains_answer
 from paperdag.methods.ckplug import (
     KINDS,
     WorldSizes,
     build,
-    cad_rule,
-    ckplug_rule,
     context_prompt,
     is_monotone,
     memory_recall_table,
@@ -44,6 +31,10 @@ from paperdag.methods.ckplug import (
     seconds_per_token,
 )
 from paperdag.stats import interval, paired
+
+# The tiny LM, generation and the decoding rules need torch and transformers: they are imported inside the functions
+# that use them, so that importing this module (every ckplug stage process does) stays cheap for synthesize and
+# evaluate (tests/engine/test_imports.py).
 
 # ---------------------------------------------------------------- synthesize
 
@@ -108,6 +99,17 @@ def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
     """A byte-level BPE tokenizer and a tiny Llama trained from scratch on the rows (or, with model_path, a local
     checkpoint fine-tuned for `steps`); closed-book recall of every memorised fact; the loss curve. One replicate:
     the seed (initialisation, batch order) is the element's own."""
+    from paperdag.lm import (
+        TrainConfig,
+        checkpoint_writer,
+        fit_causal_lm,
+        load_causal_lm,
+        plain,
+        tiny_causal_lm,
+        tiny_llama_config,
+        train_byte_bpe,
+    )
+
     unknown = sorted(set(params.mixture) - set(KINDS))
     if unknown:
         raise ValueError(f"params.yaml ckplug.train.mixture: unknown kinds {unknown}; choose from {KINDS}")
@@ -164,6 +166,8 @@ def _loss_plot(history: list[float], stats: dict) -> Figure:
 
 def _decode(model, tokenizer, views: list[list[str]], rule, max_new_tokens: int, batch_size: int) -> tuple[list[str], dict]:
     """Greedy generations for every example (views: one prompt list per view), in batches; texts and timing."""
+    from paperdag.lm import generate
+
     ids = [[tokenizer(p)["input_ids"] for p in prompts] for prompts in views]
     texts, seconds, tokens, passes = [], 0.0, 0, 0
     for lo in range(0, len(ids[0]), batch_size):
@@ -191,6 +195,9 @@ class InferParams:
 
 def methods(params: InferParams) -> list[tuple[str, float | None, int, object]]:
     """(method, alpha, views used, step rule): views are 1 = context prompt, 0 = parametric prompt, 2 = both."""
+    from paperdag.lm import plain
+    from paperdag.methods.ckplug import cad_rule, ckplug_rule
+
     rows: list[tuple[str, float | None, int, object]] = [("no-rag", None, 0, plain), ("rag", None, 1, plain),
                                                          ("cad", None, 2, cad_rule(params.cad_beta))]
     rows += [("ck-plug", a, 2, ckplug_rule(a, params.conflict_rule, params.relative_top, params.min_head)) for a in params.alphas]
@@ -201,6 +208,8 @@ def methods(params: InferParams) -> list[tuple[str, float | None, int, object]]:
 def infer(params: InferParams, model: Path, counterfactual: pl.DataFrame, adaptive: pl.DataFrame) -> dict[str, object]:
     """Every method on the counterfactual set and on the adaptive set with one replicate's model; one prediction row
     per (set, item, method). Greedy decoding: the same test items for every replicate and method (paired)."""
+    from paperdag.lm import load_causal_lm
+
     lm, tokenizer = load_causal_lm(model)
     frames, timing = [], []
     jobs = [(name, table, m) for name, table in (("counterfactual", counterfactual), ("adaptive", adaptive)) for m in methods(params)]

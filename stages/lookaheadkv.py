@@ -13,41 +13,23 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import torch
 from matplotlib.figure import Figure
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
-from paperdag.lm import (
-    TrainConfig,
-    checkpoint_writer,
-    fit_causal_lm,
-    generate,
-    load_causal_lm,
-    tiny_causal_lm,
-    tiny_llama_config,
-    train_byte_bpe,
-    train_loop,
-)
-from paperdag.methods.lookaheadkv import (
-    METHODS,
-    SPLITS,
-    LookaheadKV,
-    Setting,
-    TaskSizes,
-    attach,
-    decode,
-    encode,
-    lookahead_loss,
-    make_example,
-    overlap,
-    prepare,
-    rows_after_prompt,
-    vocabulary_text,
-)
+from paperdag.methods.lookaheadkv import METHODS, SPLITS, TaskSizes, encode, make_example, vocabulary_text
 from paperdag.methods.lookaheadkv.data import make_drill
+
+if TYPE_CHECKING:
+    import torch
+
+    from paperdag.methods.lookaheadkv import LookaheadKV
+
+# torch, the tiny LM and the eviction code are imported inside the functions that use them, so that importing this
+# module (every lookaheadkv stage process does) stays cheap for synthesize and evaluate (tests/engine/test_imports.py).
 
 SETS = ("lm", "lookahead", "eval")  # language-model training, lookahead training, evaluation
 
@@ -117,6 +99,10 @@ def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]
     """A byte-level BPE tokenizer and a tiny Llama trained from scratch, with a full cache, on the LM rows (or, with
     model_path, a local checkpoint fine-tuned for `steps`), in curriculum phases of growing context size; its
     full-cache exact match on the evaluation rows."""
+    import torch
+
+    from paperdag.lm import TrainConfig, checkpoint_writer, fit_causal_lm, load_causal_lm, tiny_causal_lm, tiny_llama_config, train_byte_bpe
+
     torch.set_num_threads(params.threads)
     kinds = (*SPLITS, "drill")
     unknown = sorted(set(params.mixture) - set(kinds))
@@ -178,6 +164,8 @@ def _batches(table: pl.DataFrame, lengths: list[int], batch_size: int) -> list[l
 
 def _greedy_responses(model, tokenizer, table: pl.DataFrame, max_new_tokens: int, batch_size: int) -> list[list[int]]:
     """The model's greedy response ids (full cache, without eos) for every row of `table`, in row order."""
+    from paperdag.lm import generate
+
     prompts = [encode(tokenizer, r)[0] for r in table.iter_rows(named=True)]
     out: list[list[int]] = [[] for _ in prompts]
     for batch in _batches(table, [len(p) for p in prompts], batch_size):
@@ -203,6 +191,11 @@ def targets(params: TargetsParams, model: Path, examples: pl.DataFrame) -> dict[
     ground-truth importance s_GT (layers, heads, prompt positions) = mean attention of the response rows to each
     prompt position, from one eager forward pass over [prompt; response] (the response rows end with its eos, so
     an empty response still has one row)."""
+    import torch
+
+    from paperdag.lm import load_causal_lm
+    from paperdag.methods.lookaheadkv import rows_after_prompt
+
     torch.set_num_threads(params.threads)
     lm, tokenizer = load_causal_lm(model, attn_implementation="eager")
     table = examples.filter(pl.col("set").is_in(["lookahead", "eval"]))
@@ -248,6 +241,8 @@ class TrainLookaheadParams:
 
 
 def _stack(rows: list[dict], importance: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+
     ids = torch.tensor([r["prompt_ids"] for r in rows])  # (B, T)
     gt = torch.stack([torch.as_tensor(importance[str(r["row"])]) for r in rows])  # (B, L, H, T)
     return ids, gt
@@ -256,6 +251,11 @@ def _stack(rows: list[dict], importance: dict) -> tuple[torch.Tensor, torch.Tens
 def train_lookahead(params: TrainLookaheadParams, model: Path, targets: pl.DataFrame, importance: dict) -> dict[str, object]:
     """Lookahead embeddings P and the masked LoRA, trained with the LM frozen to minimise KL(s_GT || s_LKV) averaged
     over layers and heads; the held-out KL on the evaluation rows before and after training."""
+    import torch
+
+    from paperdag.lm import TrainConfig, load_causal_lm, train_loop
+    from paperdag.methods.lookaheadkv import LookaheadKV, attach, lookahead_loss
+
     torch.set_num_threads(params.threads)
     lm, _ = load_causal_lm(model, attn_implementation="eager")
     torch.manual_seed(params.seed)
@@ -287,6 +287,10 @@ def train_lookahead(params: TrainLookaheadParams, model: Path, targets: pl.DataF
 
 def _held_out_kl(lm, module: LookaheadKV, rows: list[dict], importance: dict, batch_size: int = 32) -> float:
     """Mean KL(s_GT || s_LKV) over layers, heads and rows (batched by prompt length)."""
+    import torch
+
+    from paperdag.methods.lookaheadkv import lookahead_loss
+
     total, count = 0.0, 0
     by_length: dict[int, list[dict]] = defaultdict(list)
     for r in rows:
@@ -320,6 +324,11 @@ def infer(params: InferParams, model: Path, lookahead: Path, targets: pl.DataFra
     """Every method at every per-head budget on the evaluation rows, through one code path (prepare -> decode):
     exact match, overlap of the kept positions with the oracle's, and the wall time of building each evicted cache
     (prefill + scoring + eviction), all in one run."""
+    import torch
+
+    from paperdag.lm import load_causal_lm
+    from paperdag.methods.lookaheadkv import LookaheadKV, Setting, attach, decode, overlap, prepare
+
     torch.set_num_threads(params.threads)
     if not params.budgets or min(params.budgets) < 1:
         raise ValueError(f"params.yaml lookaheadkv.infer.budgets must be positive token counts; got {params.budgets}")

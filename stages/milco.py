@@ -11,39 +11,33 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-import torch
 from matplotlib.figure import Figure
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 from threadpoolctl import threadpool_limits
-from transformers import AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
 
+from paperdag._lazy import when_imported
 from paperdag.engine.params import Fraction, PositiveFraction
-from paperdag.lm import TrainConfig, load_encoder_and_tokenizer, tiny_bert_config, tiny_encoder, tiny_masked_lm, train_wordpiece
-from paperdag.methods.milco import (
-    Groups,
-    InvertedIndex,
-    Milco,
-    active_dims,
-    align as align_stage1,
-    build_world,
-    distill as distill_stage2,
-    encode_sparse,
-    learn_dictionary,
-    prune_by_mass,
-    real_parallel_names,
-    tokenize,
-    train_english_teacher,
-    translate,
-)
-from paperdag.retrieval import AnnIndex, BM25Index, encode, load_encoder, ndcg_at_k_per_query, recall_at_k_per_query
+from paperdag.methods.milco import InvertedIndex, active_dims, build_world, learn_dictionary, prune_by_mass, real_parallel_names, translate
+from paperdag.retrieval import ndcg_at_k_per_query, recall_at_k_per_query
 
-# one intra-op thread: on 2 cores shared with other jobs, a 2-thread tiny model ran 4-6x slower per step (measured)
-torch.set_num_threads(1)
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from paperdag.methods.milco import Milco
+
+# torch, transformers, the tiny encoders, the Milco model and the dense / BM25 baselines are imported inside the
+# functions that use them, so that importing this module (every milco stage process does) stays cheap for synthesize
+# and evaluate (tests/engine/test_imports.py).
+
+# one intra-op thread, set when a stage first imports torch (the engine's base.numerics, set up after, still decide
+# under `paperdag stage`): on 2 cores shared with other jobs, a 2-thread tiny model ran 4-6x slower per step (measured)
+when_imported("torch", lambda torch: torch.set_num_threads(1))
+
 VARIANTS = ("milco", "no_echo", "no_connector", "no_align")  # the model variants, one distill stage each
 SPARSE_BASELINES = ("bm25", "translate_bm25")
 K = 100  # rankings are cut at this depth (Recall@100)
@@ -123,6 +117,11 @@ class TrainTeacherParams(ModelParams, TeacherParams):
 def train_teacher(params: TrainTeacherParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame) -> dict[str, object]:
     """Multilingual + English tokenizers, the dense teacher's (all-MiniLM-L6-v2 on the English side) group scores,
     and the English SPLADE-like teacher trained on English text."""
+    import torch
+
+    from paperdag.lm import TrainConfig, load_encoder_and_tokenizer, tiny_bert_config, tiny_masked_lm, train_wordpiece
+    from paperdag.methods.milco import Groups, tokenize, train_english_teacher
+
     p = params
     english_texts = corpus["english"].to_list() + parallel["english"].to_list()
     en_tok = train_wordpiece(english_texts, p.en_vocab_size)
@@ -166,6 +165,8 @@ def train_teacher(params: TrainTeacherParams, corpus: pl.DataFrame, queries: pl.
 def _dense_teacher_groups(p: TeacherParams, corpus: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
     """Per train query: its document first, then group_size - 1 negatives drawn from the dense teacher's top
     hard_negative_pool non-relevant documents; scores are cosine / temperature on the English translations."""
+    from paperdag.retrieval import encode, load_encoder
+
     docs = corpus.sort("doc_id")
     train = queries.filter(pl.col("split") == "train").sort("query_id")
     model = load_encoder(p.dense_teacher)
@@ -209,6 +210,12 @@ class AlignParams(ModelParams, VariantParams):
 
 def _student(p: ModelParams, v: VariantParams, teacher: PreTrainedModel, tokenizer_dir: Path, seed: int) -> Milco:
     """A fresh student: the encoder (tiny from config, or the local checkpoint), connector, the teacher's head copied."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from paperdag.lm import load_encoder_and_tokenizer, tiny_bert_config, tiny_encoder
+    from paperdag.methods.milco import Milco
+
     torch.manual_seed(seed)
     if p.encoder:
         encoder, tokenizer = load_encoder_and_tokenizer(p.encoder)
@@ -220,11 +227,16 @@ def _student(p: ModelParams, v: VariantParams, teacher: PreTrainedModel, tokeniz
 
 
 def _load_teacher(path: Path) -> tuple[PreTrainedModel, Any]:
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
     return AutoModelForMaskedLM.from_pretrained(path, local_files_only=True).eval(), AutoTokenizer.from_pretrained(path)
 
 
 def align(params: AlignParams, parallel: pl.DataFrame, teacher: Path, tokenizer: Path) -> dict[str, object]:
     """Stage 1, sparse alignment pretraining: SMSE(m, e) + SMSE(me, e) against the frozen English teacher."""
+    from paperdag.lm import TrainConfig
+    from paperdag.methods.milco import align as align_stage1, tokenize
+
     p = params
     en_model, en_tok = _load_teacher(teacher)
     student = _student(p, p, en_model, tokenizer, p.seed)
@@ -253,6 +265,9 @@ class DistillParams(ModelParams, VariantParams):
 
 
 def _distill(p: DistillParams, student: Milco, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame) -> dict[str, object]:
+    from paperdag.lm import TrainConfig
+    from paperdag.methods.milco import Groups, distill as distill_stage2, tokenize
+
     train = queries.filter(pl.col("split") == "train").sort("query_id")
     if train["query_id"].to_list() != groups["query_id"].to_list():
         raise ValueError("groups.parquet does not match the train queries of queries.parquet: rerun milco train_teacher")
@@ -273,6 +288,10 @@ def _distill(p: DistillParams, student: Milco, corpus: pl.DataFrame, queries: pl
 def distill(params: DistillParams, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame,
             aligned: Path) -> dict[str, object]:
     """Stage 2 from an aligned student: KL distillation of the dense teacher's group scores + FLOPS."""
+    import torch
+
+    from paperdag.methods.milco import Milco
+
     student = Milco.from_pretrained(aligned)
     if isinstance(student.connector, torch.nn.Identity) == params.connector:
         raise ValueError(f"milco variant {params.variant}: connector={params.connector} but its `aligned` dep was aligned with "
@@ -303,6 +322,9 @@ def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, mod
           model_no_connector: Path, model_no_align: Path) -> dict[str, object]:
     """Per variant: encode the documents, mass-prune at each rho, build an inverted index. Baselines: BM25 on the
     source text, translate-then-BM25 (dictionary learned from the parallel text), dense MiniLM (exact, flat)."""
+    from paperdag.methods.milco import Milco, encode_sparse, tokenize
+    from paperdag.retrieval import AnnIndex, BM25Index, encode, load_encoder
+
     p = params
     if any(not 0 < r <= 1 for r in p.rhos) or 1.0 not in p.rhos:
         raise ValueError("params.yaml milco.index.rhos: each pruning mass must be in (0, 1], and 1.0 (no pruning) is required")
@@ -361,6 +383,11 @@ def retrieve(params: RetrieveParams, queries: pl.DataFrame, indexes: Path, model
     """Top-100 rankings of the test queries for each (variant, rho) and baseline; search latency per query measured
     one query at a time on one thread (query encoding excluded: it is reported separately per method). With
     prune_queries, query vectors are mass-pruned at the same rho as the documents."""
+    import faiss
+
+    from paperdag.methods.milco import Milco, encode_sparse, tokenize
+    from paperdag.retrieval import AnnIndex, BM25Index, encode, load_encoder
+
     p = params
     test = queries.filter(pl.col("split") == "test").sort("query_id")
     texts, qids = test["text"].to_list(), test["query_id"].to_list()
@@ -395,8 +422,6 @@ def retrieve(params: RetrieveParams, queries: pl.DataFrame, indexes: Path, model
         qv = encode(load_encoder(p.dense_encoder), texts, progress=False)
     encode_s = time.perf_counter() - start
     dense = AnnIndex.load(indexes / "dense")
-    import faiss
-
     faiss.omp_set_num_threads(1)
     ids, search_s = _timed_search(lambda i: dense.search(qv[i : i + 1], K)[1], len(texts), p.latency_repeats)
     record("dense", "dense", None, ids, search_s, encode_s)

@@ -10,30 +10,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-import torch
 from matplotlib.figure import Figure
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
-from paperdag.methods.rap import (
-    SOURCES,
-    Perturbation,
-    Samples,
-    TrainConfig,
-    cross_agent_candidates,
-    ego_progress,
-    future_in_frame,
-    l2_at,
-    load_planner,
-    pdm_score,
-    planner_state,
-    predict,
-    recovery_sample,
-    train_planner,
-)
+from paperdag.methods.rap import Perturbation, cross_agent_candidates, ego_progress, future_in_frame, l2_at, pdm_score, recovery_sample
 from paperdag.sim.driving import (
     A,
     V,
@@ -47,6 +32,12 @@ from paperdag.sim.driving import (
     raster_view,
     real_view,
 )
+
+if TYPE_CHECKING:
+    from paperdag.methods.rap import Samples
+
+# The planner's model and training need torch: they are imported inside train and simulate, so that importing this
+# module (every rap stage process does) stays cheap for synthesize, augment and evaluate (tests/engine/test_imports.py).
 
 ARMS = ("il_real", "raster", "recovery", "cross_agent", "rap_r2r")  # the spec's five arms, in order
 
@@ -242,6 +233,8 @@ class TrainParams:
 
 
 def _samples(train_set: pl.DataFrame, sources: list[str], images: dict[str, np.ndarray]) -> Samples:
+    from paperdag.methods.rap import Samples
+
     rows = train_set.filter(pl.col("source").is_in(sources))
     picked = np.zeros((len(rows), *images["real"].shape[1:]), np.uint8)
     kind, index = rows["image"].to_numpy(), rows["index"].to_numpy()
@@ -254,6 +247,10 @@ def _samples(train_set: pl.DataFrame, sources: list[str], images: dict[str, np.n
 
 def train(params: TrainParams, train_set: pl.DataFrame, real: np.ndarray, raster: np.ndarray, aug: np.ndarray) -> dict[str, object]:
     """One arm's planner, trained on its sample kinds (rap.arms.<arm>.sources) with its R2R switches."""
+    import torch
+
+    from paperdag.methods.rap import SOURCES, TrainConfig, planner_state, train_planner
+
     p = params
     torch.set_num_threads(p.threads)
     unknown = sorted(set(p.sources) - set(SOURCES))
@@ -301,6 +298,10 @@ def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFra
              models: dict[str, dict]) -> dict[str, object]:
     """Closed-loop roll-outs of every trained planner (and of the expert) on the held-out scenarios, seeing real
     camera images only; per-episode NC, DAC, TTC, EP, comfort and PDMS; open-loop L2 on the held-out logged frames."""
+    import torch
+
+    from paperdag.methods.rap import load_planner, predict
+
     p = params
     torch.set_num_threads(p.threads)
     test = scenarios.filter(pl.col("split") == "test")

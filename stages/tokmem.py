@@ -14,35 +14,21 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import torch
 from matplotlib.figure import Figure
-from peft import LoraConfig, get_peft_model
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
 from paperdag.engine.params import Fraction
-from paperdag.lm import (
-    TrainConfig,
-    checkpoint_writer,
-    fit_causal_lm,
-    generate,
-    load_causal_lm,
-    plain,
-    tiny_causal_lm,
-    tiny_llama_config,
-    train_byte_bpe,
-)
 from paperdag.methods.tokmem import (
     LETTERS,
-    MemoryBank,
     atomic_examples,
     call_examples,
     call_text,
     described_prompt,
     exact_match,
-    fit_bank,
     forgetting,
     make_procedures,
     multiset_f1,
@@ -51,10 +37,14 @@ from paperdag.methods.tokmem import (
     query_prompt,
     response,
     rouge_l,
-    routed,
-    split_at_memory,
 )
-from paperdag.retrieval import AnnIndex, encode, load_encoder
+
+if TYPE_CHECKING:
+    import torch
+
+# torch, peft, the tiny LM, the memory bank and retrieval are imported inside the functions that use them, so that
+# importing this module (every tokmem stage process does) stays cheap for synthesize and evaluate
+# (tests/engine/test_imports.py).
 
 PROC_TOKEN = "<proc_{}>"  # the backbone's own procedure tokens (pretraining only)
 
@@ -117,7 +107,11 @@ def _calls_target(tokenizer, token_of: dict[int, int], tools: list[int], args: l
     return out + [tokenizer.eos_token_id]
 
 
-def _generate(model, tokenizer, prompts: list[list[int]], max_new_tokens: int, batch_size: int, rule=plain) -> list[list[int]]:
+def _generate(model, tokenizer, prompts: list[list[int]], max_new_tokens: int, batch_size: int, rule=None) -> list[list[int]]:
+    """Greedy generations in batches, with the step rule `rule` (None: paperdag.lm.plain)."""
+    from paperdag.lm import generate, plain
+
+    rule = plain if rule is None else rule
     out: list[list[int]] = []
     for lo in range(0, len(prompts), batch_size):
         out += generate(model, [prompts[lo : lo + batch_size]], tokenizer.pad_token_id, tokenizer.eos_token_id, rule=rule,
@@ -173,6 +167,10 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
     """A byte-level BPE tokenizer and a tiny Llama trained from scratch on the backbone procedures only, in three
     formats: reading a description (the RAG format), its own procedure token between query and response (emitted,
     then followed), and chains of tool calls. The model is frozen from here on."""
+    import torch
+
+    from paperdag.lm import TrainConfig, checkpoint_writer, fit_causal_lm, tiny_causal_lm, tiny_llama_config, train_byte_bpe
+
     torch.set_num_threads(params.threads)
     _check_sets(examples, procedures, "train_backbone")
     unknown = sorted(set(params.mixture) - {"described", "token", "calls"})
@@ -250,6 +248,11 @@ def _procedure_rows(model, tokenizer) -> torch.Tensor:
 def train_memory(params: TrainMemoryParams, model: Path, procedures: pl.DataFrame, examples: pl.DataFrame) -> dict[str, object]:
     """TokMem: one memory token per memory procedure, added in rounds; after each round every procedure seen so far
     is tested (routing read from the emitted token). Then the calls track: tool tokens (first round with a LoRA)."""
+    import torch
+
+    from paperdag.lm import TrainConfig, load_causal_lm
+    from paperdag.methods.tokmem import MemoryBank, fit_bank, routed
+
     torch.set_num_threads(params.threads)
     _check_sets(examples, procedures, "train_memory")
     start = time.perf_counter()
@@ -290,6 +293,12 @@ def _train_tools(params: TrainMemoryParams, backbone, tokenizer, procedures: pl.
                  fallback: torch.Tensor) -> tuple[torch.Tensor, pl.DataFrame, list[list[float]], int]:
     """The calls track on a copy of the backbone: tool tokens added in rounds; the first round also trains a LoRA
     (q/v) that is frozen afterwards. Tested once after the last round: the chain of (tool, argument) calls."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from paperdag.lm import TrainConfig
+    from paperdag.methods.tokmem import MemoryBank, fit_bank, split_at_memory
+
     rounds = _rounds(procedures, "tool")
     calls = examples.filter((pl.col("track") == "calls") & (pl.col("set") == "tool"))
     if not rounds or calls.is_empty():
@@ -350,6 +359,13 @@ class BaselinesParams:
 def baselines(params: BaselinesParams, model: Path, procedures: pl.DataFrame, examples: pl.DataFrame) -> dict[str, object]:
     """RAG (MiniLM retrieves a description into the prompt), prompt tuning (one soft prompt per procedure, routed by
     the same retrieval), sequential LoRA without and with replay; each tested after every round like TokMem."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from paperdag.lm import TrainConfig, fit_causal_lm, load_causal_lm
+    from paperdag.methods.tokmem import MemoryBank, fit_bank
+    from paperdag.retrieval import AnnIndex, encode, load_encoder
+
     torch.set_num_threads(params.threads)
     _check_sets(examples, procedures, "baselines")
     start = time.perf_counter()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -40,16 +40,13 @@ from paperdag.methods.welfare_nns import (
     unit_rows,
     welfare_greedy,
 )
-from paperdag.retrieval import (
-    AnnIndex,
-    PerAttributeIndex,
-    attribute_entropy,
-    distinct_attributes,
-    encode,
-    inverse_simpson,
-    load_encoder,
-    recall_at_k_per_query,
-)
+from paperdag.retrieval import attribute_entropy, distinct_attributes, encode, inverse_simpson, load_encoder, recall_at_k_per_query
+
+if TYPE_CHECKING:
+    from paperdag.retrieval import AnnIndex, PerAttributeIndex
+
+# The ANN indexes need faiss: they are imported inside index and infer, so that importing this module (every
+# welfare_nns stage process does) stays cheap for synthesize and evaluate (tests/engine/test_imports.py).
 
 DATASETS = ("gauss", "products", "digits")
 # One BLAS / OpenMP thread for index builds (faiss's parallel HNSW insertion is not deterministic, and on 2 cores
@@ -189,6 +186,8 @@ class IndexParams:
 def index(params: IndexParams, vectors: dict[str, np.ndarray], attributes: dict[str, np.ndarray], catalogue: dict[str, Any]) -> dict[str, object]:
     """One global ANN index per dataset (<dataset>/) and one PerAttributeIndex per single-attribute scheme
     (<dataset>.<scheme>/), with their build times."""
+    from paperdag.retrieval import AnnIndex, PerAttributeIndex
+
     kw = {"metric": params.metric, "hnsw_m": params.hnsw_m, "ef_construction": params.ef_construction,
           "ef_search": params.ef_search, "nlist": params.nlist, "nprobe": params.nprobe, "seed": params.seed}
     global_indexes: dict[str, AnnIndex] = {}
@@ -263,6 +262,8 @@ def infer(
     (latency_ms = its searches + its selection; select_ms = the selection step alone), each the best of
     timing_repeats runs. One thread throughout. On single-attribute schemes top-k's search is timed interleaved with
     the per-attribute searches, query by query, so that the latency ratio compares runs under the same load."""
+    from paperdag.retrieval import AnnIndex, PerAttributeIndex
+
     p = params
     if p.eta not in p.eta_sweep:
         raise ValueError(f"params.yaml welfare_nns.infer: eta = {p.eta} must be in eta_sweep {p.eta_sweep} (the headline runs)")
@@ -376,6 +377,8 @@ def _single_attribute(p: InferParams, emit: Callable[..., None], queries: np.nda
                       approx: _Searched, fetch: _Searched) -> None:
     """Nash-ANN over the per-attribute ANN lists (approx: each attribute's k nearest, concatenated) and over the
     exact oracle's, Div-ANN over the same lists, the per-attribute p-sweep and p-FetchUnion over the global fetch."""
+    from paperdag.retrieval import PerAttributeIndex
+
     flat = PerAttributeIndex.build(items, labels, kind="flat", metric=metric)
     oracle = _search_each_query(lambda q: _concat(flat.search_each(q, p.k)), queries, sigma, p.timing_repeats)
     for eta in p.eta_sweep:

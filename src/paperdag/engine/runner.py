@@ -16,8 +16,10 @@ import signal
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Iterable, get_type_hints
 
+from paperdag._lazy import when_imported
 from paperdag.engine import artifacts, stable
 from paperdag.engine.errors import StageError
 from paperdag.engine.failures import failure_path, failure_text, record_failure
@@ -29,7 +31,9 @@ from paperdag.engine.spec import Project, Stage, load_project
 
 
 def seed_everything(seed: int, numerics: Numerics) -> None:
-    """Seed random, numpy and (when the stage imported it) torch; apply the numerics' in-process settings."""
+    """Seed random and numpy; seed torch and apply the numerics' in-process settings to it the moment it is imported
+    (now if the stage module imported it; else when the stage function does: importing torch costs seconds, so a
+    stage that never touches a tensor does not)."""
     random.seed(seed)
     try:
         import numpy as np
@@ -37,11 +41,12 @@ def seed_everything(seed: int, numerics: Numerics) -> None:
         np.random.seed(seed % 2**32)
     except ImportError:
         pass
-    if "torch" in sys.modules:  # seeded only when the stage uses it: importing torch costs seconds
-        import torch
 
+    def set_up(torch: ModuleType) -> None:
         torch.manual_seed(seed)
-    apply_in_process(numerics)
+        apply_in_process(numerics)
+
+    when_imported("torch", set_up)
 
 
 def _importable(root: Path) -> None:

@@ -11,53 +11,17 @@ DynamicCache per view. factworld: a synthetic world of entities, relations and v
 
 from __future__ import annotations
 
-from paperdag.lm.causal import (
-    IGNORE,
-    Example,
-    checkpoint_writer,
-    collate,
-    fit_causal_lm,
-    load_causal_lm,
-    target_loss,
-    tiny_causal_lm,
-    tiny_llama_config,
-)
-from paperdag.lm.factworld import RELATIONS, FactWorld, Relation, contains_answer, invented_names, make_fact_world, normalize_answer
-from paperdag.lm.generate import Generation, StepRule, generate, left_pad, plain
-from paperdag.lm.models import load_encoder_and_tokenizer, tiny_bert_config, tiny_encoder, tiny_masked_lm
-from paperdag.lm.tokenizer import BPE_SPECIAL_TOKENS, SPECIAL_TOKENS, train_byte_bpe, train_wordpiece
-from paperdag.lm.train import TrainConfig, train_loop
+from paperdag._lazy import attach
 
-__all__ = [
-    "BPE_SPECIAL_TOKENS",
-    "IGNORE",
-    "RELATIONS",
-    "SPECIAL_TOKENS",
-    "Example",
-    "FactWorld",
-    "Generation",
-    "Relation",
-    "StepRule",
-    "checkpoint_writer",
-    "collate",
-    "contains_answer",
-    "fit_causal_lm",
-    "generate",
-    "invented_names",
-    "left_pad",
-    "load_causal_lm",
-    "make_fact_world",
-    "normalize_answer",
-    "plain",
-    "target_loss",
-    "tiny_causal_lm",
-    "tiny_llama_config",
-    "train_byte_bpe",
-    "TrainConfig",
-    "load_encoder_and_tokenizer",
-    "tiny_bert_config",
-    "tiny_encoder",
-    "tiny_masked_lm",
-    "train_loop",
-    "train_wordpiece",
-]
+# each submodule is imported on first use of one of its names: the package alone imports neither torch nor
+# transformers (a stage that only builds a fact world does not pay for them)
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "causal": ["IGNORE", "Example", "checkpoint_writer", "collate", "fit_causal_lm", "load_causal_lm", "target_loss",
+               "tiny_causal_lm", "tiny_llama_config"],
+    "factworld": ["RELATIONS", "FactWorld", "Relation", "contains_answer", "invented_names", "make_fact_world",
+                  "normalize_answer"],
+    "generate": ["Generation", "StepRule", "generate", "left_pad", "plain"],
+    "models": ["load_encoder_and_tokenizer", "tiny_bert_config", "tiny_encoder", "tiny_masked_lm"],
+    "tokenizer": ["BPE_SPECIAL_TOKENS", "SPECIAL_TOKENS", "train_byte_bpe", "train_wordpiece"],
+    "train": ["TrainConfig", "train_loop"],
+})

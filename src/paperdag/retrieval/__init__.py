@@ -7,41 +7,14 @@ No method-specific code lives here.
 
 from __future__ import annotations
 
-from paperdag.retrieval.ann import EXACT_SUBSET_MAX, KINDS, METRICS, AnnConfig, AnnIndex, PerAttributeIndex
-from paperdag.retrieval.bm25 import BM25Index
-from paperdag.retrieval.encode import PACKAGED_MINILM, encode, load_encoder
-from paperdag.retrieval.metrics import (
-    attribute_entropy,
-    distinct_attributes,
-    inverse_simpson,
-    labels_at,
-    mrr,
-    ndcg_at_k,
-    ndcg_at_k_per_query,
-    recall_at_k,
-    recall_at_k_per_query,
-    reciprocal_rank,
-)
+from paperdag._lazy import attach
 
-__all__ = [
-    "EXACT_SUBSET_MAX",
-    "KINDS",
-    "METRICS",
-    "PACKAGED_MINILM",
-    "AnnConfig",
-    "AnnIndex",
-    "BM25Index",
-    "PerAttributeIndex",
-    "attribute_entropy",
-    "distinct_attributes",
-    "encode",
-    "inverse_simpson",
-    "labels_at",
-    "load_encoder",
-    "mrr",
-    "ndcg_at_k",
-    "ndcg_at_k_per_query",
-    "recall_at_k",
-    "recall_at_k_per_query",
-    "reciprocal_rank",
-]
+# each submodule is imported on first use of one of its names: the package alone imports neither faiss (ann) nor
+# bm25s, and metrics need numpy only
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "ann": ["EXACT_SUBSET_MAX", "KINDS", "METRICS", "AnnConfig", "AnnIndex", "PerAttributeIndex"],
+    "bm25": ["BM25Index"],
+    "encode": ["PACKAGED_MINILM", "encode", "load_encoder"],
+    "metrics": ["attribute_entropy", "distinct_attributes", "inverse_simpson", "labels_at", "mrr", "ndcg_at_k",
+                "ndcg_at_k_per_query", "recall_at_k", "recall_at_k_per_query", "reciprocal_rank"],
+})

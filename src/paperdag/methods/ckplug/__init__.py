@@ -7,48 +7,13 @@ on conflict steps softmax over V_head of alpha log p_par + (1 - alpha) (log p_ct
 
 from __future__ import annotations
 
-from paperdag.methods.ckplug.data import KINDS, WorldSizes, build, context_prompt, parametric_prompt
-from paperdag.methods.ckplug.decoding import (
-    CONFLICT_RULES,
-    adaptive_alpha,
-    adjusted_distribution,
-    cad_rule,
-    ckplug_rule,
-    ckplug_step,
-    confidence_gain,
-    entropy,
-    head_mask,
-    is_conflict,
-)
-from paperdag.methods.ckplug.metrics import (
-    is_monotone,
-    memory_ratio,
-    memory_recall_table,
-    mr_sweep,
-    recall,
-    seconds_per_token,
-)
+from paperdag._lazy import attach
 
-__all__ = [
-    "CONFLICT_RULES",
-    "KINDS",
-    "WorldSizes",
-    "adaptive_alpha",
-    "adjusted_distribution",
-    "build",
-    "cad_rule",
-    "ckplug_rule",
-    "ckplug_step",
-    "confidence_gain",
-    "context_prompt",
-    "entropy",
-    "head_mask",
-    "is_conflict",
-    "is_monotone",
-    "memory_ratio",
-    "memory_recall_table",
-    "mr_sweep",
-    "parametric_prompt",
-    "recall",
-    "seconds_per_token",
-]
+# each submodule is imported on first use of one of its names (decoding needs torch; data and metrics do not):
+# importing the package alone imports none of them
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "data": ["KINDS", "WorldSizes", "build", "context_prompt", "parametric_prompt"],
+    "decoding": ["CONFLICT_RULES", "adaptive_alpha", "adjusted_distribution", "cad_rule", "ckplug_rule",
+                 "ckplug_step", "confidence_gain", "entropy", "head_mask", "is_conflict"],
+    "metrics": ["is_monotone", "memory_ratio", "memory_recall_table", "mr_sweep", "recall", "seconds_per_token"],
+})

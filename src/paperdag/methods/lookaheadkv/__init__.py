@@ -7,50 +7,14 @@ data.py (key-value retrieval splits) -> scores.py (each method's importance rule
 
 from __future__ import annotations
 
-from paperdag.methods.lookaheadkv.data import SPLITS, TaskSizes, encode, make_example, vocabulary_text
-from paperdag.methods.lookaheadkv.eviction import METHODS, Prepared, Setting, decode, evict, prefill, prepare
-from paperdag.methods.lookaheadkv.lookahead import (
-    LookaheadKV,
-    attach,
-    kl_per_layer_head,
-    lookahead_forward,
-    lookahead_loss,
-    normalised,
-)
-from paperdag.methods.lookaheadkv.scores import (
-    h2o_scores,
-    kv_head_scores,
-    overlap,
-    rows_after_prompt,
-    snapkv_scores,
-    streaming_keep,
-    top_c,
-)
+from paperdag._lazy import attach
 
-__all__ = [
-    "METHODS",
-    "SPLITS",
-    "LookaheadKV",
-    "Prepared",
-    "Setting",
-    "TaskSizes",
-    "attach",
-    "decode",
-    "encode",
-    "evict",
-    "h2o_scores",
-    "kl_per_layer_head",
-    "kv_head_scores",
-    "lookahead_forward",
-    "lookahead_loss",
-    "make_example",
-    "normalised",
-    "overlap",
-    "prefill",
-    "prepare",
-    "rows_after_prompt",
-    "snapkv_scores",
-    "streaming_keep",
-    "top_c",
-    "vocabulary_text",
-]
+# each submodule is imported on first use of one of its names (eviction, lookahead and scores need torch and
+# transformers; data does not): importing the package alone imports none of them
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "data": ["METHODS", "SPLITS", "TaskSizes", "encode", "make_example", "vocabulary_text"],
+    "eviction": ["Prepared", "Setting", "decode", "evict", "prefill", "prepare"],
+    "lookahead": ["LookaheadKV", "attach", "kl_per_layer_head", "lookahead_forward", "lookahead_loss", "normalised"],
+    "scores": ["h2o_scores", "kv_head_scores", "overlap", "rows_after_prompt", "snapkv_scores", "streaming_keep",
+               "top_c"],
+})

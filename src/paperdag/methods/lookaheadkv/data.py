@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass
 
 SPLITS = ("question_after", "question_before", "two_hop")
+# the eviction methods compared (eviction.prepare runs each); here, without torch, for the stages that only read results
+METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from paperdag.methods.lookaheadkv.data import METHODS
 from paperdag.methods.lookaheadkv.lookahead import LookaheadKV, lookahead_forward
 from paperdag.methods.lookaheadkv.scores import (
     h2o_scores,
@@ -28,9 +29,6 @@ from paperdag.methods.lookaheadkv.scores import (
     streaming_keep,
     top_c,
 )
-
-METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
-
 
 @dataclass(frozen=True)
 class Setting:

@@ -8,21 +8,14 @@ reversal layer (lambda = 2 / (1 + exp(-10 p)) - 1) plus the paired raster/real f
 
 from __future__ import annotations
 
-from paperdag.methods.rap.augment import Perturbation, cross_agent_candidates, future_in_frame, perturb, recovery_sample
-from paperdag.methods.rap.metrics import ego_progress, l2_at, pdm_score
-from paperdag.methods.rap.model import (
-    DomainClassifier,
-    Planner,
-    dann_lambda,
-    grad_reverse,
-    images_to_tensor,
-    load_planner,
-    planner_state,
-)
-from paperdag.methods.rap.train import SOURCES, Samples, TrainConfig, predict, train_planner
+from paperdag._lazy import attach
 
-__all__ = [
-    "SOURCES", "DomainClassifier", "Perturbation", "Planner", "Samples", "TrainConfig", "cross_agent_candidates",
-    "dann_lambda", "ego_progress", "future_in_frame", "grad_reverse", "images_to_tensor", "l2_at", "load_planner", "pdm_score", "planner_state",
-    "perturb", "predict", "recovery_sample", "train_planner",
-]
+# each submodule is imported on first use of one of its names (model and train need torch; augment and metrics do
+# not): importing the package alone imports none of them
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "augment": ["Perturbation", "cross_agent_candidates", "future_in_frame", "perturb", "recovery_sample"],
+    "metrics": ["ego_progress", "l2_at", "pdm_score"],
+    "model": ["DomainClassifier", "Planner", "dann_lambda", "grad_reverse", "images_to_tensor", "load_planner",
+              "planner_state"],
+    "train": ["SOURCES", "Samples", "TrainConfig", "predict", "train_planner"],
+})

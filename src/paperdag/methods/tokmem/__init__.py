@@ -6,47 +6,14 @@ renormalisation of new rows), read-out of routing from the emitted token. metric
 
 from __future__ import annotations
 
-from paperdag.methods.tokmem.data import (
-    LETTERS,
-    RULES,
-    SPLITS,
-    Procedure,
-    atomic_examples,
-    call_examples,
-    call_text,
-    described_prompt,
-    make_procedures,
-    procedures_from,
-    procedures_table,
-    query_prompt,
-    response,
-    spaced,
-)
-from paperdag.methods.tokmem.memory import MemoryBank, fit_bank, routed, split_at_memory
-from paperdag.methods.tokmem.metrics import exact_match, forgetting, lcs_length, multiset_f1, rouge_l
+from paperdag._lazy import attach
 
-__all__ = [
-    "LETTERS",
-    "RULES",
-    "SPLITS",
-    "MemoryBank",
-    "Procedure",
-    "atomic_examples",
-    "call_examples",
-    "call_text",
-    "described_prompt",
-    "exact_match",
-    "fit_bank",
-    "forgetting",
-    "lcs_length",
-    "make_procedures",
-    "multiset_f1",
-    "procedures_from",
-    "procedures_table",
-    "query_prompt",
-    "response",
-    "rouge_l",
-    "routed",
-    "spaced",
-    "split_at_memory",
-]
+# each submodule is imported on first use of one of its names (memory needs torch and transformers; data and metrics
+# do not): importing the package alone imports none of them
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "data": ["LETTERS", "RULES", "SPLITS", "Procedure", "atomic_examples", "call_examples", "call_text",
+             "described_prompt", "make_procedures", "procedures_from", "procedures_table", "query_prompt", "response",
+             "spaced"],
+    "memory": ["MemoryBank", "fit_bank", "routed", "split_at_memory"],
+    "metrics": ["exact_match", "forgetting", "lcs_length", "multiset_f1", "rouge_l"],
+})
