@@ -23,7 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -123,6 +125,36 @@ def in_process_stage_seconds(repo: Path, repeats: int) -> float:
     return statistics.median(times)
 
 
+@contextmanager
+def running_server(home: Path) -> Iterator[str]:
+    """A real `prefect server start` (what PREFECT_API_URL points at in a team's setup), for the block's length."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home.mkdir(parents=True)
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2):
+                    break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise SystemExit("prefect server start did not become healthy")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 def server_start_seconds(tmp: Path, repeats: int) -> dict[str, float]:
     """The temporary Prefect server, from start to healthy: on a copy of the migrated template, and on a fresh home
     (Prefect migrates the database itself)."""
@@ -220,6 +252,11 @@ def main() -> None:
         bump()
         t_fresh = paperdag(repo, "run", "toy", env={"PREFECT_HOME": str(Path(tmp) / "fresh-home")})
         t_noop = statistics.median(paperdag(repo, "run", "toy", env=env) for _ in range(args.repeats))
+        with running_server(Path(tmp) / "server-home") as url:  # a `prefect server start` the user keeps running
+            t_external = []
+            for _ in range(args.repeats):
+                bump()
+                t_external.append(paperdag(repo, "run", "toy", env={"PREFECT_API_URL": url}))
         results["prefect_startup"] = {
             "one_stage_dvc_repro_s": statistics.median(t_dvc),
             "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),
@@ -228,6 +265,8 @@ def main() -> None:
             "prefect_cost_reused_home_s": statistics.median(t_reused) - statistics.median(t_dvc),
             "prefect_cost_fresh_home_s": t_fresh - statistics.median(t_dvc),
             "up_to_date_paperdag_run_s": t_noop,
+            "one_stage_paperdag_run_external_server_s": statistics.median(t_external),
+            "ratio_external_server_over_dvc_repro": statistics.median(t_external) / statistics.median(t_dvc),
             "note": "a fresh PREFECT_HOME starts from the migrated template (prefect_server.py); an up-to-date run "
                     "stops the server it started while DVC planned",
         }
@@ -248,6 +287,8 @@ def main() -> None:
     print(f"one-stage change: dvc repro {f['one_stage_dvc_repro_s']:.1f} s, paperdag run {f['one_stage_paperdag_run_reused_home_s']:.1f} s "
           f"(Prefect +{f['prefect_cost_reused_home_s']:.1f} s; fresh PREFECT_HOME +{f['prefect_cost_fresh_home_s']:.1f} s); "
           f"up-to-date run {f['up_to_date_paperdag_run_s']:.1f} s; paperdag run / dvc repro = {f['ratio_paperdag_run_over_dvc_repro']:.2f}")
+    print(f"one-stage change on a running `prefect server start` (PREFECT_API_URL): paperdag run "
+          f"{f['one_stage_paperdag_run_external_server_s']:.1f} s = {f['ratio_external_server_over_dvc_repro']:.2f}x dvc repro")
     print(f"wrote {out.relative_to(REPO)}")
 
 

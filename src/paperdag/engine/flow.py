@@ -1,8 +1,9 @@
 """`paperdag run`: the same DAG as a Prefect flow — stale stages only, independent ones concurrently.
 
 Each Prefect task runs `paperdag stage` in a subprocess (the exact command DVC runs), so threads or Dask
-workers give real parallelism. Finished stages are recorded in dvc.lock by the flow process, one at a time,
-so afterwards `dvc status` is clean and `dvc repro` is a no-op. A repository lock keeps two runs apart.
+workers give real parallelism, and then records its stage in dvc.lock (`dvc commit`, one task at a time) before
+its downstream tasks start, so afterwards `dvc status` is clean and `dvc repro` is a no-op. The run lock
+(locks.py) keeps two runs apart.
 """
 
 from __future__ import annotations
@@ -42,11 +43,15 @@ def _stage_command(address: str) -> list[str]:
 _SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
 
 
-def execute_stage(root: str, address: str, parent_run_id: str, flow_run_id: str) -> str:
-    """Run one stage in a subprocess (on whichever worker Prefect placed this task); it dies with this process.
+def execute_stage(root: str, address: str, dvc_name: str, parent_run_id: str, flow_run_id: str) -> str:
+    """Run one stage in a subprocess (on whichever worker Prefect placed this task; it dies with this process), then
+    record it in dvc.lock.
 
-    Its MLflow run is a record drained off the flow's path (records.py); a failure is one line naming the stage,
-    its error and where its traceback is."""
+    The commit is part of the task: DVC's commit relinks the outputs from its cache, so a downstream stage that
+    started before it could find an input missing. Commits take turns (DVC's repository lock allows one writer):
+    an flock on .paperdag/commit.lock, which holds across the processes of a Dask cluster on this filesystem. The
+    stage's MLflow run is a record drained off the flow's path (records.py); a failure is one line naming the
+    stage, its error and where its traceback is."""
     env = {**os.environ, PARENT_RUN_ENV: parent_run_id, FLOW_RUN_ENV: flow_run_id}
     with _SLOTS:
         r = subprocess.run(_stage_command(address), cwd=root, env=env, preexec_fn=die_with_parent)
@@ -54,13 +59,15 @@ def execute_stage(root: str, address: str, parent_run_id: str, flow_run_id: str)
         from paperdag.engine.failures import failure_summary
 
         raise StageError(failure_summary(Path(root), address, r.returncode))
+    with locks.commit_lock(Path(root)):
+        dvc.commit(Path(root), dvc_name)
     return address
 
 
 @task(name="stage", retries=0, persist_result=False)
-def stage_task(root: str, address: str, parent_run_id: str, flow_run_id: str) -> Any:
+def stage_task(root: str, address: str, dvc_name: str, parent_run_id: str, flow_run_id: str) -> Any:
     try:
-        return execute_stage(root, address, parent_run_id, flow_run_id)
+        return execute_stage(root, address, dvc_name, parent_run_id, flow_run_id)
     except StageError as e:  # a Failed state, not an exception: Prefect would log its traceback, which says nothing
         return Failed(message=str(e))
 
@@ -90,7 +97,7 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         for s in todo:
             upstream = [futures[u] for u in project.graph.predecessors(s.address) if u in futures]
             futures[s.address] = stage_task.with_options(name=s.address).submit(
-                str(repo), s.address, parent.id, flow_run_id, wait_for=upstream
+                str(repo), s.address, s.dvc_name, parent.id, flow_run_id, wait_for=upstream
             )
         status: dict[str, str] = {}
         reasons: list[str] = []
@@ -99,7 +106,6 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
                 f = futures[s.address]
                 f.wait()
                 if f.state.is_completed():
-                    dvc.commit(repo, s.dvc_name)
                     status[s.address] = "done"
                 elif f.state.is_failed() and (f.state.message or "").startswith(f"stage {s.address} "):
                     status[s.address] = "failed"

@@ -59,6 +59,19 @@ def run_lock(root: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+@contextmanager
+def commit_lock(root: Path) -> Iterator[None]:
+    """One `dvc commit` at a time among the tasks of a run (DVC's own repository lock fails fast instead of waiting)."""
+    path = Path(root) / ".paperdag" / "commit.lock"
+    path.parent.mkdir(exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _busy(path: Path) -> str | None:
     """The pid written in a lock file someone holds, or None when it is free (or absent)."""
     if not path.exists():
