@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	fi
 	@$(MAKE) -s bytecode
 	@# a migrated Prefect database, copied into each new PREFECT_HOME: the temporary server then starts in ~7 s, not ~25
-	@$(PY) -m paperdag.engine.prefect_server >/dev/null
+	@$(PY) -m paperdag.engine.prefect_server >/dev/null || echo "no Prefect database template: the temporary server will migrate its own (slower)"
 	@touch $@
 
 # the project's own modules (stale ones are recompiled; a changed file is otherwise compiled in memory per process)
