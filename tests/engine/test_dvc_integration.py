@@ -162,3 +162,13 @@ def test_list_and_report(built_toy: Path) -> None:
     assert "<h4>headline</h4>" in html and "data:image/png;base64," in html
     md = (built_toy / "report" / "README.md").read_text()
     assert "| total |" in md and (built_toy / "report" / "plots" / "data__toy__curve.png").exists()
+
+
+def test_bytecode_is_not_part_of_any_code_dependency() -> None:
+    """`make` compiles bytecode into src/ and stages/, which are code dependencies of every stage: DVC must ignore it,
+    or every stage of a fresh clone is stale once installed (this repository's .dvcignore)."""
+    from support import REPO
+
+    for path in ("src/paperdag/lm/__pycache__/causal.cpython-311.pyc", "stages/__pycache__/mfc.cpython-311.pyc"):
+        r = dvc(REPO, "check-ignore", path, check=False)
+        assert r.returncode == 0, f"DVC does not ignore {path}: {r.stdout}{r.stderr}"
