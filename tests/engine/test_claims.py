@@ -124,9 +124,9 @@ def test_dvc_repro_judges_the_claims_into_a_dvc_metric(built: tuple[Path, str]) 
 
 
 def test_the_claims_run_records_each_status(built: tuple[Path, str]) -> None:
-    from mlflow.tracking import MlflowClient
+    from paperdag.engine.tracking import client as mlflow_client
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{built[0] / 'mlflow.db'}")
+    client = mlflow_client(built[0])  # after the stages' run records are in MLflow (a drainer may be creating it)
     runs = client.search_runs([client.get_experiment_by_name("toy").experiment_id], "tags.`paperdag.stage` = 'claims'")
     assert runs[0].data.tags["claim.total_positive.status"] == "held"
     assert runs[0].data.metrics["claims.enough_rows.value"] == 50.0

@@ -16,12 +16,18 @@ from paperdag.engine.spec import load_project
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """The toy project with a smoke section and a params section no toy stage reads."""
+    """The toy project with a smoke section, and a second pipeline whose params section no toy stage reads."""
     root = shutil.copytree(RESOURCES / "toy", tmp_path / "project")
     with (root / "pipelines/toy.yaml").open("a") as f:
         f.write("smoke:\n  toy.make.n: 5  # five rows\n")
     with (root / "params.yaml").open("a") as f:
         f.write("other:\n  x: 1\n")
+    (root / "pipelines/other.yaml").write_text("description: A second pipeline.\nstages:\n  solo:\n    params: [other]\n"
+                                              "    outs:\n      out: data/other/out.json\n")
+    (root / "stages/other.py").write_text("from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\n"
+                                          "class SoloParams:\n    x: int\n    seed: int\n\n\n"
+                                          "def solo(params: SoloParams) -> dict:\n    return {'out': {'x': params.x}}\n")
+    load_project(root)  # a valid project: every params.yaml key is read
     return root
 
 
