@@ -8,9 +8,7 @@ An up-to-date pipeline stops the server at once.
 
 from __future__ import annotations
 
-import importlib
 import sys
-import threading
 from pathlib import Path
 
 from paperdag.engine import locks
@@ -51,15 +49,11 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
         # the server (seconds to start: Prefect's own imports) starts while DVC plans; it is stopped at once when
         # there is nothing to run
         with temporary_server() as ready:
-            # Prefect's import (~2.5 s) in a thread while DVC plans in its own process
-            importing = threading.Thread(target=importlib.import_module, args=("paperdag.engine.flow",), daemon=True)
-            importing.start()
             todo = stale_stages(project, pipeline)
             if not todo:
                 print(f"{pipeline}: every stage is up to date", file=sys.stderr)
                 return {}
-            importing.join()
-            from paperdag.engine import flow  # Prefect read PREFECT_API_URL, set above, when it was imported
+            from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
 
             quiet_prefect()
 
