@@ -141,3 +141,13 @@ def test_bootstrap_degenerate_and_single_values() -> None:
 def test_invalid_inputs_raise_value_error(call) -> None:
     with pytest.raises(ValueError):
         call()
+
+
+def test_importing_the_statistics_block_does_not_import_scipy() -> None:
+    """A stage module that imports paperdag.stats (ckplug's) does not pay scipy.stats's ~1 s import until it computes
+    an interval."""
+    import subprocess
+    import sys
+
+    code = "import sys, paperdag.stats; print('scipy.stats' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 __all__ = ["bootstrap", "interval", "mdd", "paired"]
 
@@ -51,6 +50,8 @@ def interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> 
     mean = float(np.mean(a))
     if a.size < 2:
         return _result(a, mean, None, None)
+    from scipy import stats as _st  # scipy.stats costs ~1 s to import: only where an interval is computed
+
     half = float(_st.t.ppf((1.0 + confidence) / 2.0, a.size - 1)) * float(np.std(a, ddof=1)) / math.sqrt(a.size)
     return _result(a, mean, mean - half, mean + half)
 
@@ -67,6 +68,8 @@ def mdd(std: float | None, n: int, alpha: float = 0.05, power: float = 0.8) -> f
     if not math.isfinite(std) or std < 0:
         raise ValueError(f"std must be a finite non-negative number, got {std}")
     df = n - 1
+    from scipy import stats as _st
+
     return float((_st.t.ppf(1.0 - alpha / 2.0, df) + _st.t.ppf(power, df)) * std / math.sqrt(n))
 
 
@@ -95,6 +98,8 @@ def bootstrap(values: Sequence[float] | np.ndarray, statistic: Callable[..., flo
     point = float(statistic(a))
     if a.size < 2:
         return _result(a, point, None, None)
+    from scipy import stats as _st
+
     ends: tuple[float, float] | None = None
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
