@@ -16,7 +16,7 @@ from support import smoke_group
 pytestmark = smoke_group("lookaheadkv")
 
 HEADLINE_KEYS = {"exact_match", "lkv_minus_snapkv_question_before", "overlap_with_oracle_lkv", "overlap_with_oracle_snapkv",
-                 "overhead_ratio_draft_over_lkv", "overhead_ratio_lkv_over_snapkv", "lkv_minus_snapkv_min_small_budgets",
+                 "overhead_ratio_lkv_over_draft", "overhead_ratio_lkv_over_snapkv", "lkv_minus_snapkv_min_small_budgets",
                  "full_cache_exact_match_min"}
 CLAIMS = {"ge_snapkv_small_budgets", "clearly_better_question_before", "overhead_5x_below_draft", "within_25pct_of_snapkv",
           "lm_solves_the_tasks"}
