@@ -23,9 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -125,36 +123,6 @@ def in_process_stage_seconds(repo: Path, repeats: int) -> float:
     return statistics.median(times)
 
 
-@contextmanager
-def running_server(home: Path) -> Iterator[str]:
-    """A real `prefect server start` (what PREFECT_API_URL points at in a team's setup), for the block's length."""
-    import socket
-    import urllib.request
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    home.mkdir(parents=True)
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": ""}
-    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/api"
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2):
-                    break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise SystemExit("prefect server start did not become healthy")
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
 def server_start_seconds(tmp: Path, repeats: int) -> dict[str, float]:
     """The temporary Prefect server, from start to healthy: on a copy of the migrated template, and on a fresh home
     (Prefect migrates the database itself)."""
@@ -252,6 +220,8 @@ def main() -> None:
         bump()
         t_fresh = paperdag(repo, "run", "toy", env={"PREFECT_HOME": str(Path(tmp) / "fresh-home")})
         t_noop = statistics.median(paperdag(repo, "run", "toy", env=env) for _ in range(args.repeats))
+        from paperdag.engine.prefect_server import running_server
+
         with running_server(Path(tmp) / "server-home") as url:  # a `prefect server start` the user keeps running
             t_external = []
             for _ in range(args.repeats):

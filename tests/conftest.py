@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Callable
 
@@ -95,46 +91,21 @@ def built_toy(built_toy_template: Path, tmp_path: Path) -> Path:
     return dest
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory: pytest.TempPathFactory):
     """One real `prefect server start` for the session; PREFECT_API_URL points every later process at it."""
+    from paperdag.engine.prefect_server import running_server
+
     home = tmp_path_factory.mktemp("prefect-home")
-    port = _free_port()
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_API_URL": "", "PREFECT_LOGGING_LEVEL": "WARNING"}
-    log = open(home / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"prefect server did not start: {(home / 'server.log').read_text()[-2000:]}")
-        time.sleep(0.5)
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
-    os.environ["PREFECT_API_URL"] = url
-    os.environ["PREFECT_HOME"] = str(home)
-    yield url
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    proc.terminate()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_server(home) as url:
+        os.environ["PREFECT_API_URL"] = url
+        os.environ["PREFECT_HOME"] = str(home)
+        try:
+            yield url
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v

@@ -61,10 +61,55 @@ def build_template() -> Path:
     return target
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:
+    """Wait until the Prefect API at `url` answers its health check; raise, with the server log's tail, if the
+    server process exits or `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text()[-1500:] if log.exists() else ""
+            raise PaperdagError(f"the Prefect server at {url} did not start within {timeout:.0f} s: {tail}")
+        time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen, grace: float = 10) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def running_server(home: Path) -> Iterator[str]:
+    """A real `prefect server start` (what a team points PREFECT_API_URL at) on a free port, for the block's length;
+    yields its API URL. Used by the tests and the engine benchmark."""
+    home.mkdir(parents=True, exist_ok=True)
+    url = f"http://127.0.0.1:{(port := free_port())}/api"
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": "", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_LOGGING_LEVEL": "WARNING"}
+    with open(home / "server.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+                                 str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_healthy(url, proc, 180, home / "server.log")
+            yield url
+        finally:
+            stop(proc)
 
 
 @contextmanager
@@ -87,7 +132,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
             print(f"[paperdag] no Prefect database template ({e}); the server migrates its own", file=sys.stderr)
     spec = importlib.util.find_spec("prefect")
     assert spec is not None and spec.origin is not None
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     log = open(home / "server.log", "w")
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
@@ -98,20 +143,9 @@ def temporary_server() -> Iterator[Callable[[], None]]:
         env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
 
     def ready() -> None:
-        timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120"))
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                tail = (home / "server.log").read_text()[-1500:]
-                raise PaperdagError(f"the temporary Prefect server did not start within {timeout:.0f} s: {tail}")
-            time.sleep(0.05)
+        log.flush()
+        wait_healthy(url, proc, float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")),
+                     home / "server.log")
 
     # a temporary server's logs die with it, and a log batch flushed after it stopped would print a connection error
     saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_LOGGING_TO_API_ENABLED")}
@@ -121,12 +155,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     finally:
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 
