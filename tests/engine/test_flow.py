@@ -139,6 +139,37 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     finally:
         serve.terminate()
         serve.wait(30)
+    listed = cli(toy, "schedule", "--list").stdout
+    assert "toy" in listed and "0 3 * * *" in listed and deployment_id in listed, listed
+    assert "removed the schedule of toy" in cli(toy, "schedule", "--remove", "toy").stdout
+    gone = subprocess.run([sys.executable, "-c", code, deployment_id], capture_output=True, text=True)
+    assert gone.returncode != 0 and "ObjectNotFound" in gone.stderr
+    assert "nothing scheduled" in cli(toy, "schedule", "--list").stdout
+    again = cli(toy, "schedule", "--remove", "toy", check=False)
+    assert again.returncode == 2 and "toy is not scheduled" in again.stderr
+
+
+def test_scheduled_run_that_overlaps_a_run_is_skipped_with_one_line(toy: Path, prefect_server: str) -> None:
+    """A tick of a schedule while another process holds the run lock: the flow run ends Cancelled with a log line
+    naming the holder, no traceback, no stage run."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from paperdag.engine import locks\n"
+         "with locks.run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(120)", str(toy)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = ("import sys\nfrom paperdag.engine.flow import paperdag_pipeline\n"
+                "s = paperdag_pipeline(root=sys.argv[1], pipeline='toy', return_state=True)\n"
+                "print('STATE', s.type.value, s.message)\n")
+        r = subprocess.run([sys.executable, "-c", code, str(toy)], capture_output=True, text=True, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert f"STATE CANCELLED toy: skipped: another `paperdag run` (pid {holder.pid})" in r.stdout, out
+    assert "skipped this run" in r.stderr and "Traceback" not in out
+    assert not (toy / "data" / "toy").exists()  # no stage ran
 
 
 def test_waiting_tasks_do_not_hold_stage_slots() -> None:

@@ -36,9 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, help="stages run at once (default: CPU count)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="change a params.yaml value before running (written to params.yaml, like dvc exp run -S)")
-    sc = sub.add_parser("schedule", help="register a Prefect deployment of a pipeline with a cron schedule")
-    sc.add_argument("pipeline")
-    sc.add_argument("--cron", required=True)
+    sc = sub.add_parser("schedule", help="register a Prefect deployment of a pipeline with a cron schedule; list, remove")
+    sc.add_argument("pipeline", nargs="?")
+    what = sc.add_mutually_exclusive_group(required=True)
+    what.add_argument("--cron", help="schedule PIPELINE with this cron expression")
+    what.add_argument("--list", action="store_true", help="the scheduled pipelines: status, last and next run")
+    what.add_argument("--remove", metavar="PIPELINE", help="delete the pipeline's deployment and its schedule")
     sub.add_parser("serve", help="serve the scheduled pipelines (blocks)")
     ln = sub.add_parser("lineage", help="trace an artifact back to its sources")
     ln.add_argument("target", metavar="PATH_OR_MD5")
@@ -123,7 +126,22 @@ def _dispatch(args: argparse.Namespace) -> int:
         prefect_defaults(root)
         from paperdag.engine import flow
 
+        if args.command == "schedule" and args.list:
+            rows = flow.list_schedules(root)
+            cols = ("pipeline", "cron", "status", "last_run", "next_run", "deployment_id")
+            widths = {c: max([len(c), *(len(r[c]) for r in rows)]) for c in cols}
+            for r in [dict(zip(cols, cols)), *rows]:
+                print("  ".join(r[c].ljust(widths[c]) for c in cols).rstrip())
+            if not rows:
+                print("nothing scheduled")
+            return 0
+        if args.command == "schedule" and args.remove:
+            flow.remove_schedule(root, args.remove)
+            print(f"removed the schedule of {args.remove}")
+            return 0
         if args.command == "schedule":
+            if not args.pipeline:
+                raise PaperdagError("schedule --cron EXPR needs a PIPELINE")
             dep = flow.schedule(root, args.pipeline, args.cron)
             print(f"scheduled {args.pipeline} ({args.cron}): deployment {dep}")
             return 0

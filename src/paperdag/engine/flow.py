@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
-from prefect.states import Failed
+from prefect.states import Cancelled, Failed
 
 from paperdag.engine import dvc, locks, records
-from paperdag.engine.errors import StageError
+from paperdag.engine.errors import LockBusy, StageError
 from paperdag.engine.prefect_server import die_with_parent
 from paperdag.engine.render import ensure_rendered
 from paperdag.engine.settings import prefect_defaults
@@ -81,6 +81,13 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
     from paperdag.engine import tracking
 
     repo = Path(root)
+    if stages is None:  # a scheduled run (or a direct call): it may overlap a run or a `dvc repro` already going
+        busy = _busy_reason(repo)
+        if busy:
+            from prefect import get_run_logger
+
+            get_run_logger().warning(f"{pipeline}: skipped this run: {busy}")
+            return Cancelled(message=f"{pipeline}: skipped: {busy}")
     with locks.run_lock(repo):
         project = load_project(repo)
         if stages is None:
@@ -146,6 +153,16 @@ def task_runner(runner: str, address: str | None, workers: int | None, tasks: in
     raise StageError(f"unknown runner '{runner}' (thread or dask)")
 
 
+def _busy_reason(repo: Path) -> str:
+    """Why a run cannot start now (another `paperdag run` or a DVC command holds the repository), or ""."""
+    try:
+        with locks.run_lock(repo):
+            locks.refuse_if_dvc_busy(repo)
+    except LockBusy as e:
+        return str(e)
+    return ""
+
+
 def schedule(root: Path, pipeline: str, cron: str) -> str:
     """Register a Prefect deployment of the pipeline's flow with a cron schedule; remember it for `serve`."""
     from prefect.schedules import Cron
@@ -158,16 +175,88 @@ def schedule(root: Path, pipeline: str, cron: str) -> str:
     except Exception as e:
         raise StageError(f"--cron '{cron}': not a valid cron expression ({e})") from None
     deployment_id = _deployment(root, pipeline, cron).apply()
-    path = root / SCHEDULES
-    path.parent.mkdir(exist_ok=True)
-    entries = json.loads(path.read_text()) if path.exists() else {}
+    entries = _schedules(root)
     entries[pipeline] = {"cron": cron, "deployment_id": str(deployment_id)}
-    path.write_text(json.dumps(entries, indent=2) + "\n")
+    _write_schedules(root, entries)
     return str(deployment_id)
 
 
 def _deployment(root: Path, pipeline: str, cron: str) -> Any:
-    return paperdag_pipeline.to_deployment(name=pipeline, cron=cron, parameters={"root": str(root), "pipeline": pipeline})
+    """A deployment runs one flow at a time: a tick that comes while the last run still works is cancelled (and a
+    tick that finds a `paperdag run` or `dvc repro` of another process working is skipped by the flow itself)."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+
+    return paperdag_pipeline.to_deployment(
+        name=pipeline, cron=cron, parameters={"root": str(root), "pipeline": pipeline},
+        concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW))
+
+
+def _schedules(root: Path) -> dict[str, dict[str, str]]:
+    path = Path(root) / SCHEDULES
+    if not path.exists():
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+    except ValueError as e:
+        raise StageError(f"{path}: not JSON ({e}); fix or delete it") from None
+    return entries
+
+
+def _write_schedules(root: Path, entries: dict[str, dict[str, str]]) -> None:
+    from paperdag.engine.fsutil import atomic_write_text
+
+    path = Path(root) / SCHEDULES
+    path.parent.mkdir(exist_ok=True)
+    atomic_write_text(path, json.dumps(entries, indent=2) + "\n")
+
+
+def list_schedules(root: Path) -> list[dict[str, str]]:
+    """The scheduled pipelines with what the Prefect server says of each: its deployment's status, the last run and
+    the next one."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    prefect_defaults(root)
+    rows = []
+    with get_client(sync_client=True) as c:
+        for pipeline, e in sorted(_schedules(Path(root).resolve()).items()):
+            row = {"pipeline": pipeline, "cron": e["cron"], "deployment_id": e["deployment_id"]}
+            try:
+                d = c.read_deployment(e["deployment_id"])
+            except Exception:  # deleted on the server (or another server): say so, keep listing
+                rows.append({**row, "status": "not on this Prefect server", "last_run": "", "next_run": ""})
+                continue
+            runs = c.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[d.id])),
+                                    sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=50)
+            done = [r for r in runs if r.state and not r.state.is_scheduled()]
+            upcoming = [r for r in runs if r.state and r.state.is_scheduled()]
+            last = done[0] if done else None
+            row["status"] = "paused" if d.paused else str(d.status.value if d.status else "")
+            row["last_run"] = f"{last.state.name} {last.expected_start_time:%Y-%m-%d %H:%M}" if last else ""
+            row["next_run"] = f"{min(r.expected_start_time for r in upcoming):%Y-%m-%d %H:%M}" if upcoming else ""
+            rows.append(row)
+    return rows
+
+
+def remove_schedule(root: Path, pipeline: str) -> None:
+    """Delete the pipeline's deployment (and with it its schedule and scheduled runs) and forget it."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    prefect_defaults(root)
+    root = Path(root).resolve()
+    entries = _schedules(root)
+    if pipeline not in entries:
+        known = ", ".join(sorted(entries)) or "none"
+        raise StageError(f"{pipeline} is not scheduled (scheduled: {known})")
+    with get_client(sync_client=True) as c:
+        try:
+            c.delete_deployment(entries[pipeline]["deployment_id"])
+        except ObjectNotFound:
+            pass  # already gone on the server: forgetting it is all that is left
+    del entries[pipeline]
+    _write_schedules(root, entries)
 
 
 def serve(root: Path) -> None:
@@ -176,8 +265,7 @@ def serve(root: Path) -> None:
 
     prefect_defaults(root)
     root = Path(root).resolve()
-    path = root / SCHEDULES
-    entries = json.loads(path.read_text()) if path.exists() else {}
+    entries = _schedules(root)
     if not entries:
         raise StageError("nothing scheduled: run `paperdag schedule PIPELINE --cron EXPR` first")
     prefect_serve(*[_deployment(root, p, e["cron"]) for p, e in entries.items()])
