@@ -9,6 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +102,28 @@ def smoke_group(pipeline: str) -> pytest.MarkDecorator:
 def stages_run(dvc_output: str) -> list[str]:
     """The stages a `dvc repro` output says it ran."""
     return [line.split("'")[1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]
+
+
+def chromium_page(html_file: Path, script: str) -> tuple[Any, list[str]]:
+    """Open `html_file` in headless Chromium (Debian's package) and evaluate `script` (a JS expression) on it; return
+    its value and the console errors and page errors the page raised. Skips where Chromium is absent, unless CI
+    requires it (PAPERDAG_REQUIRE_CHROMIUM=1: .ci/run installs it)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        if os.environ.get("PAPERDAG_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("chromium is not installed (apt-get install chromium) and PAPERDAG_REQUIRE_CHROMIUM=1")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=browser, args=["--no-sandbox"])
+        try:
+            page = b.new_page()
+            page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+            page.goto(Path(html_file).resolve().as_uri(), wait_until="load")
+            return page.evaluate(script), errors
+        finally:
+            b.close()

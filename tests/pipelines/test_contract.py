@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from support import REPO, SmokeBuild, cli, dvc, smoke_group, stages_run
+from support import REPO, SmokeBuild, chromium_page, cli, dvc, smoke_group, stages_run
 from paperdag.engine.artifacts import read
 from paperdag.engine.claims import STATUSES
 from paperdag.engine.spec import Artifact, load_project
@@ -91,3 +91,35 @@ def test_every_declared_claim_is_judged(built: SmokeBuild, pipeline: str) -> Non
     assert set(written) == set(declared)
     assert {n: c["status"] for n, c in written.items() if c["status"] not in STATUSES or c["status"] == "missing"} == {}
     assert json.loads(cli(built.repo, "claims", pipeline, "--json").stdout)[pipeline] == written
+
+
+CARD_JS = """(name) => {
+  const card = document.getElementById(name);
+  if (!card) return null;
+  const claims = [...card.querySelectorAll('h3 + .scroll tr')].slice(1);
+  return {
+    claims: claims.map(r => r.querySelector('.badge') ? r.querySelector('.badge').textContent : null),
+    images: [...card.querySelectorAll('img')].map(i => i.complete && i.naturalWidth > 0),
+    provenance: card.querySelector('details summary').textContent,
+    text: card.innerText,
+    summaryLink: !!document.querySelector(`a[href="#${name}"]`),
+  };
+}"""
+
+
+def test_audit_and_report(built: SmokeBuild, pipeline: str, tmp_path: Path) -> None:
+    """`paperdag audit` finds every link of every artifact whole; the report's card for the pipeline loads in headless
+    Chromium with no console error: every declared claim with a status badge, every plot drawn, the provenance of
+    every artifact, no raw JSON."""
+    r = cli(built.repo, "audit", pipeline, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cli(built.repo, "report", "--out", str(tmp_path / "report"))
+    card, errors = chromium_page(tmp_path / "report" / "index.html", f"({CARD_JS})({json.dumps(pipeline)})")
+    assert errors == []
+    assert card is not None and card["summaryLink"], f"no card for {pipeline}"
+    declared = load_project(built.repo).pipeline(pipeline).claims
+    assert len(card["claims"]) == len(declared) and None not in card["claims"]
+    plots = [a for s in load_project(built.repo).order(pipeline) for a in s.outputs.values() if a.kind == "plot"]
+    assert len(card["images"]) == len(plots) and all(card["images"])
+    assert "every link holds" in card["provenance"], card["provenance"]
+    assert '{"' not in card["text"] and "{'" not in card["text"]

@@ -6,7 +6,8 @@ every input must be some stage's output, no path has two producers, the stage gr
 params key a stage declares exists and every params.yaml key is read, path params stay inside the repository,
 every stage function exists in stages/<pipeline>.py. An optional `smoke:` section maps params.yaml keys of the
 pipeline's own section to the smaller values its end-to-end tests run it at (paperdag.engine.scratch applies them
-to a scratch copy).
+to a scratch copy); an optional `paper_scale:` section gives the paper's values of the keys the pipeline runs
+smaller (`paperdag report` lists where params.yaml differs from them).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ITEM = re.compile(r"\$\{item\.([^}]*)\}")
 _PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.]+$")
-_PIPELINE_KEYS = {"description", "stages", "claims", "smoke"}
+_PIPELINE_KEYS = {"description", "stages", "claims", "smoke", "paper_scale"}
 _STAGE_KEYS = {"description", "function", "matrix", "deps", "params", "path_params", "outs", "metrics", "plots", "volatile"}
 _KIND_OF_SECTION: dict[str, ArtifactKind] = {"outs": "out", "metrics": "metric", "plots": "plot"}
 
@@ -116,6 +117,7 @@ class Pipeline:
     matrices: dict[str, Matrix] = field(default_factory=dict)
     claims: dict[str, Claim] = field(default_factory=dict)
     smoke: dict[str, Any] = field(default_factory=dict)  # dotted params.yaml key -> its value at smoke scale
+    paper_scale: dict[str, Any] = field(default_factory=dict)  # dotted params.yaml key -> the paper's value
 
     @property
     def module_file(self) -> str:
@@ -243,17 +245,19 @@ def _parse_pipeline(file: str, doc: Any, params: dict[str, Any]) -> Pipeline:
             raise SpecError(file, f"stages.{CLAIMS_STAGE}", "this name is the engine's stage for the pipeline's claims")
         stages[CLAIMS_STAGE] = _claims_stage(name, claims)
     return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages, matrices=matrices,
-                    claims=claims, smoke=_parse_smoke(file, name, doc.get("smoke"), params))
+                    claims=claims, smoke=_parse_scale(file, name, doc.get("smoke"), params),
+                    paper_scale=_parse_scale(file, name, doc.get("paper_scale"), params, "paper_scale"))
 
 
-def _parse_smoke(file: str, pipeline: str, doc: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """The `smoke:` section: each key a value of the pipeline's own params.yaml section, each value of its type."""
+def _parse_scale(file: str, pipeline: str, doc: Any, params: dict[str, Any], section: str = "smoke") -> dict[str, Any]:
+    """A `smoke:` or `paper_scale:` section: each key a value of the pipeline's own params.yaml section, each value
+    of its type."""
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise SpecError(file, "smoke", "expected a mapping of dotted params.yaml key -> value at smoke scale")
+        raise SpecError(file, section, f"expected a mapping of dotted params.yaml key -> value ({section})")
     for key, value in doc.items():
-        where = f"smoke.{key}"
+        where = f"{section}.{key}"
         if not isinstance(key, str) or not key.startswith(f"{pipeline}."):
             raise SpecError(file, where, f"expected a key of the pipeline's own params.yaml section ({pipeline}.<key>)")
         try:
