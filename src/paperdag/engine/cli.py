@@ -138,10 +138,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "verify":
         from paperdag.engine import verify
 
-        if args.against_lock:
-            results = verify.verify_against_lock(root, args.target, workers=args.workers)
-        else:
-            results = verify.verify(root, args.target, rtol=args.rtol, workers=args.workers)
+        results = verify.verify_recorded(root, args.target, args.against_lock, rtol=args.rtol, workers=args.workers)
         print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
     if args.command == "claims":

@@ -27,6 +27,7 @@ from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place
 from paperdag.engine.numerics import Numerics, apply_in_process, from_params
 from paperdag.engine.numerics import tags as numerics_tags
 from paperdag.engine.params import build, collect, load_params, stage_seed
+from paperdag.engine.render import locked_params
 from paperdag.engine.spec import Project, Stage, load_project
 
 
@@ -143,7 +144,9 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
     t0 = time.perf_counter()
     _say(f"{address}: start")
     signal.signal(signal.SIGTERM, _on_sigterm)
-    record = tracking.stage_record(root, stage.pipeline, stage.name, {"paperdag.seed": str(stage_seed(params, address))})
+    record = tracking.stage_record(root, stage.pipeline, stage.name, {
+        "paperdag.seed": str(stage_seed(params, address)),
+        tracking.PARAMS_TAG: tracking.canonical_json(locked_params(params, stage))})
     kwargs: dict[str, Any] = {}
     try:
         try:
