@@ -55,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="compare with the md5s dvc.lock records (what a fresh clone checks), rebuilding missing inputs")
     v.add_argument("--workers", type=int, help="stages rerun at once (default: CPU count)")
     v.add_argument("--json", action="store_true")
+    au = sub.add_parser("audit", help="check each output's links in dvc.lock: file, run, params, commit, chain, "
+                                      "environment, verify (exit 1 when one is broken)")
+    au.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline")
+    au.add_argument("--json", action="store_true")
     cl = sub.add_parser("claims", help="judge the pipelines' declared claims on their metrics: held, not held, within noise")
     cl.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline with claims")
     cl.add_argument("--check", action="store_true", help="exit 1 unless every claim is held")
@@ -156,12 +160,15 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "verify":
         from paperdag.engine import verify
 
-        if args.against_lock:
-            results = verify.verify_against_lock(root, args.target, workers=args.workers)
-        else:
-            results = verify.verify(root, args.target, rtol=args.rtol, workers=args.workers)
+        results = verify.verify_recorded(root, args.target, args.against_lock, rtol=args.rtol, workers=args.workers)
         print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
+    if args.command == "audit":
+        from paperdag.engine.audit import audit, format_audit
+
+        result = audit(root, args.pipelines or None)
+        print(json.dumps(result, indent=2) if args.json else format_audit(result))
+        return 0 if result["ok"] else 1
     if args.command == "claims":
         from paperdag.engine import claims
         from paperdag.engine.spec import load_project

@@ -1,7 +1,9 @@
 """`paperdag lineage`: from an artifact (path or md5) up to its sources, through dvc.lock and MLflow.
 
 For each artifact: the md5 DVC recorded, the stage that wrote it, that stage's params, and the MLflow runs
-whose recorded output md5 matches (with the git commit each ran at). Code files are leaves.
+whose recorded output md5 matches and whose recorded params (tracking.PARAMS_TAG) are dvc.lock's for that stage
+(with the git commit each ran at): the same bytes written under other params are not this artifact's lineage. A
+run from before the params tag existed is matched by md5 alone and marked so. Code files are leaves.
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from typing import Any
 
 from paperdag.engine import dvc
 from paperdag.engine.errors import PaperdagError
-from paperdag.engine.tracking import OUT_TAG
+from paperdag.engine.tracking import OUT_TAG, PARAMS_TAG, canonical_json
 
 
 def _lock_index(root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """out path -> {stage, md5, deps, params}; and md5 -> out path."""
+    """out path -> {dvc_stage, md5, deps, params, locked_params (canonical JSON, as PARAMS_TAG), cmd}; and md5 ->
+    out path."""
     lock = dvc.lock(root)
     outs: dict[str, dict[str, Any]] = {}
     for name, entry in (lock.get("stages") or {}).items():
         deps = {d["path"]: d.get("md5", "") for d in entry.get("deps", [])}
         params = {k: v for values in (entry.get("params") or {}).values() for k, v in values.items()}
         for o in entry.get("outs", []):
-            outs[o["path"]] = {"dvc_stage": name, "md5": o.get("md5", ""), "deps": deps, "params": params, "cmd": entry.get("cmd", "")}
+            outs[o["path"]] = {"dvc_stage": name, "md5": o.get("md5", ""), "deps": deps, "params": params,
+                               "locked_params": canonical_json(entry.get("params") or {}), "cmd": entry.get("cmd", "")}
     return outs, {v["md5"]: k for k, v in outs.items()}
 
 
@@ -46,7 +50,8 @@ def _resolve(root: Path, target: str, outs: dict[str, Any], by_md5: dict[str, st
 
 
 def runs_by_output(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
-    """(out path, md5) -> the FINISHED MLflow runs that recorded writing it (read through the run index)."""
+    """(out path, md5) -> the FINISHED MLflow runs that recorded writing it, newest first (read through the run
+    index)."""
     from paperdag.engine.records import indexed_runs
 
     found: dict[tuple[str, str], list[dict[str, str]]] = {}
@@ -64,9 +69,20 @@ def runs_by_output(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
                         "git_dirty": tags.get("git.dirty", ""),
                         "parent_run_id": tags.get("mlflow.parentRunId", ""),
                         "prefect_flow_run_id": tags.get("prefect.flow_run_id", ""),
+                        "params": tags.get(PARAMS_TAG, ""),  # "": logged before the params tag existed
+                        "start_ms": run.get("start_ms", 0),
                     }
                 )
+    for runs in found.values():
+        runs.sort(key=lambda r: -r["start_ms"])
     return found
+
+
+def matching_runs(runs: list[dict[str, str]], locked_params: str) -> list[dict[str, Any]]:
+    """The runs (of one out md5) whose recorded params are dvc.lock's, each with `matched` "md5 and params"; a run
+    that recorded no params is kept, `matched` "md5 only"."""
+    return [{**r, "matched": "md5 and params" if r["params"] else "md5 only"}
+            for r in runs if r["params"] in ("", locked_params)]
 
 
 def trace(root: Path, target: str) -> dict[str, Any]:
@@ -93,7 +109,7 @@ def trace(root: Path, target: str) -> dict[str, Any]:
             "md5": info["md5"],
             "stage": address,
             "params": info["params"],
-            "runs": runs.get((path, info["md5"]), []),
+            "runs": matching_runs(runs.get((path, info["md5"]), []), info["locked_params"]),
         }
         for dep, md5 in info["deps"].items():
             edges.append([dep, path])
@@ -116,7 +132,8 @@ def tree(graph: dict[str, Any]) -> str:
         md5 = n.get("md5", "")[:12]
         if n["kind"] == "source":
             return f"{path}  [source] md5 {md5}"
-        runs = ", ".join(f"{r['run_id'][:12]} @ {r['git_commit'][:10]}{'+dirty' if r['git_dirty'] == 'true' else ''}" for r in n["runs"])
+        runs = ", ".join(f"{r['run_id'][:12]} @ {r['git_commit'][:10]}{'+dirty' if r['git_dirty'] == 'true' else ''}"
+                         f"{' (md5 only: no params recorded)' if r['matched'] == 'md5 only' else ''}" for r in n["runs"])
         return f"{path}  md5 {md5}  <- {n['stage']}  runs: {runs or 'none recorded'}"
 
     def walk(path: str, prefix: str, last: bool, top: bool) -> None:

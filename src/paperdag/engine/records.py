@@ -237,7 +237,7 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
             client.log_artifact(run_id, str(d / rel), subdir)
     client.set_terminated(run_id, status=doc["status"], end_time=doc["end_ms"])
     if indexed:
-        _index_append(root, [index_entry(run_id, exp, doc["status"], tags)])
+        _index_append(root, [index_entry(run_id, exp, doc["status"], tags, doc["start_ms"])])
     return run_id
 
 
@@ -252,19 +252,20 @@ def _parent_run(client: Any, root: Path, record_id: str, experiment_id: str) -> 
     return _log(client, root, {**doc, "status": "RUNNING"})
 
 
-# The run index: what the drainer logged, one line per run, written after MLflow has it. `paperdag lineage` reads
-# it instead of importing MLflow and opening its store (3-5 s); when MLflow's store changed after it (a run deleted
-# in MLflow's UI, runs logged by another tool, an index lost), it is rebuilt from MLflow.
-INDEX = ".paperdag/run-index.jsonl"
+# The run index: what the drainer logged, one line per run, written after MLflow has it. `paperdag lineage` and
+# `paperdag audit` read it instead of importing MLflow and opening its store (3-5 s); when MLflow's store changed
+# after it (a run deleted in MLflow's UI, runs logged by another tool, an index lost), it is rebuilt from MLflow. The
+# file's name carries the entry format: an index an older paperdag wrote (fewer tags) is not read but rebuilt.
+INDEX = ".paperdag/run-index.v2.jsonl"
 _INDEXED_TAGS = ("git.commit", "git.dirty", "mlflow.parentRunId", "prefect.flow_run_id", "paperdag.pipeline",
-                 "paperdag.stage")
+                 "paperdag.stage", "paperdag.params")
+# lineage (outs), audit (deps, numerics, environment) and the verify runs' results (verify.py)
+_INDEXED_PREFIXES = ("paperdag.out.", "paperdag.dep.", "paperdag.verify", "numerics.", "env.")
 
 
-def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str]) -> dict[str, Any]:
-    from paperdag.engine.tracking import OUT_TAG
-
-    keep = {k: v for k, v in tags.items() if k.startswith(OUT_TAG) or k in _INDEXED_TAGS}
-    return {"run_id": run_id, "experiment": experiment_id, "status": status, "tags": keep}
+def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str], start_ms: int | None) -> dict[str, Any]:
+    keep = {k: v for k, v in tags.items() if k.startswith(_INDEXED_PREFIXES) or k in _INDEXED_TAGS}
+    return {"run_id": run_id, "experiment": experiment_id, "status": status, "start_ms": start_ms or 0, "tags": keep}
 
 
 def _index_append(root: Path, entries: list[dict[str, Any]]) -> None:
@@ -302,7 +303,8 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     c = client(root, drain=False)
     exps = [e.experiment_id for e in c.search_experiments()]
     found = c.search_runs(exps, max_results=50_000) if exps else []
-    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags) for r in found]
+    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags, r.info.start_time)
+               for r in found]
     if changed is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")

@@ -27,6 +27,7 @@ from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place
 from paperdag.engine.numerics import Numerics, apply_in_process, from_params
 from paperdag.engine.numerics import tags as numerics_tags
 from paperdag.engine.params import build, collect, load_params, stage_seed
+from paperdag.engine.render import dvc_deps, locked_params
 from paperdag.engine.spec import Project, Stage, load_project
 
 
@@ -143,15 +144,18 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
     t0 = time.perf_counter()
     _say(f"{address}: start")
     signal.signal(signal.SIGTERM, _on_sigterm)
-    record = tracking.stage_record(root, stage.pipeline, stage.name, {"paperdag.seed": str(stage_seed(params, address))})
+    record = tracking.stage_record(root, stage.pipeline, stage.name, {
+        "paperdag.seed": str(stage_seed(params, address)),
+        tracking.PARAMS_TAG: tracking.canonical_json(locked_params(params, stage))})
     kwargs: dict[str, Any] = {}
     try:
         try:
             fn, kwargs, seed = prepare(project, params, stage)
             for a in stage.outputs.values():
                 remove_stale_tmp((root / a.path).parent)
+            # every dep dvc.yaml declares (code, inputs, path params' files), hashed as DVC hashes it
             record.set_tags({f"{tracking.DEP_TAG}{path}": dvc_md5(root / path)
-                             for path in stage.dep_paths if (root / path).exists()})
+                             for path in dvc_deps(project, params, stage) if (root / path).exists()})
             numerics = from_params(params)
             seed_everything(seed, numerics)
 

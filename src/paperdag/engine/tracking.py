@@ -6,6 +6,7 @@ the Prefect flow-run id when there is one, and the environment (python, packages
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -18,7 +19,15 @@ PARENT_RUN_ENV = "PAPERDAG_PARENT_RECORD_ID"
 FLOW_RUN_ENV = "PAPERDAG_FLOW_RUN_ID"
 _PACKAGES = ("paperdag", "numpy", "polars", "pyarrow", "torch", "transformers", "dvc", "prefect", "mlflow")
 DEP_TAG, OUT_TAG = "paperdag.dep.", "paperdag.out."
+# the params as dvc.lock records them for the stage ({params file: {key: value}}), as canonical JSON: lineage and
+# audit compare it with dvc.lock's `params:` entry (the MLflow params are the stage's dataclass fields instead)
+PARAMS_TAG = "paperdag.params"
 OWN_FILES = ("dvc.lock", "paperdag.lock")
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces: two equal documents give one string."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def tracking_uri(root: Path) -> str:

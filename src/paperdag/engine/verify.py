@@ -4,6 +4,12 @@ or (`--against-lock`) with the md5 dvc.lock records, which is what a fresh clone
 Outputs are reproduced bit for bit, or within a stated relative tolerance for floats (tensors, JSON numbers,
 float table columns). A stage's `volatile` patterns ("<output>" or "<output>.<key path or column>", fnmatch)
 name values that legitimately differ between runs (wall times); they are listed, not compared.
+
+Each invocation is one MLflow run (through a run record) in the experiment VERIFY_EXPERIMENT: per output checked, a
+tag VERIFY_TAG<path> with its status (STATUSES) and VERIFY_MD5_TAG<path> with the md5 it checked (the workspace's,
+or dvc.lock's with --against-lock); `paperdag audit` reads them. One experiment for every pipeline's checks, not the
+pipeline's own: there every run is one execution of a stage (what lineage and the report count), and a verify of
+one stage may check upstream stages of other pipelines.
 """
 
 from __future__ import annotations
@@ -56,7 +62,52 @@ def _workspace_copy(root: Path, scratch: Path, stages: list[Stage]) -> None:
                 shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
 
 
+VERIFY_EXPERIMENT = "paperdag.verify"
+VERIFY_TAG, VERIFY_MD5_TAG = "paperdag.verify.", "paperdag.verify_md5."
+STATUSES = ("bit-identical", "within tolerance", "volatile, not compared", "differs")
+
+
+def status(row: dict[str, Any]) -> str:
+    """One of STATUSES for a result row (its `how` says more)."""
+    if not row["reproduced"]:
+        return "differs"
+    if row["how"].startswith("bit-identical"):
+        return "bit-identical"
+    return "volatile, not compared" if row["how"].startswith("volatile output") else "within tolerance"
+
+
+def verify_recorded(root: Path, target: str, against_lock: bool = False, rtol: float = 1e-6,
+                    workers: int | None = None) -> list[dict[str, Any]]:
+    """`verify` (or `verify_against_lock`) as one MLflow run through a run record (see the module docstring); a
+    verify that fails to rerun a stage ends its run FAILED."""
+    from paperdag.engine import records, tracking
+
+    root = Path(root).resolve()
+    mode = "against-lock" if against_lock else "workspace"
+    record = records.Record(root, VERIFY_EXPERIMENT, f"verify{' --against-lock' if against_lock else ''} {target}", {
+        "paperdag.pipeline": target.partition(":")[0], "paperdag.verify_target": target, "paperdag.verify_mode": mode,
+        **tracking.git_info(root)})
+    try:
+        try:
+            results = verify_against_lock(root, target, workers) if against_lock else verify(root, target, rtol, workers)
+        except BaseException as e:
+            record.set_tags({"paperdag.error": f"{type(e).__name__}: {e}"})
+            record.end("KILLED" if isinstance(e, KeyboardInterrupt) else "FAILED")
+            raise
+        for r in results:
+            record.set_tags({f"{VERIFY_TAG}{r['path']}": r["status"], f"{VERIFY_MD5_TAG}{r['path']}": r["checked_md5"]})
+        record.set_tags(tracking.environment())
+        record.log_metrics({"paperdag.verify_outputs": len(results),
+                            "paperdag.verify_reproduced": sum(r["reproduced"] for r in results)})
+        record.attach_text(json.dumps(results, indent=2), "verify.json")
+        record.end("FINISHED")
+    finally:
+        records.start_drainer(root)
+    return results
+
+
 def verify(root: Path, target: str, rtol: float = 1e-6, workers: int | None = None) -> list[dict[str, Any]]:
+    """Rows {stage, output, path, checked_md5 (the workspace's), reproduced, how, status}."""
     root = Path(root).resolve()
     stages = _stages(root, target)
     for s in stages:
@@ -67,8 +118,10 @@ def verify(root: Path, target: str, rtol: float = 1e-6, workers: int | None = No
 
     def check(s: Stage, scratch: Path) -> None:
         for a in s.outputs.values():
-            results.append({"stage": s.address, "output": a.name, "path": a.path,
-                            **compare(a, root / a.path, scratch / a.path, s.volatile, rtol)})
+            ours = root / a.path
+            row = {"stage": s.address, "output": a.name, "path": a.path, "checked_md5": dvc_md5(ours),
+                   **compare(a, ours, scratch / a.path, s.volatile, rtol)}
+            results.append({**row, "status": status(row)})
 
     _rerun(root, stages, check, workers)
     order = {s.address: i for i, s in enumerate(stages)}
@@ -143,7 +196,8 @@ def _locked_copy(root: Path, path: str, md5: str) -> Path | None:
 
 def verify_against_lock(root: Path, target: str, workers: int | None = None) -> list[dict[str, Any]]:
     """Rerun in a scratch workspace what a fresh clone would (every stage of the target whose inputs this checkout
-    does not hold at their locked md5) and compare each output with the md5 dvc.lock records for it."""
+    does not hold at their locked md5) and compare each output with the md5 dvc.lock records for it. Rows {stage,
+    output, path, locked_md5, md5 (the rerun's), checked_md5 (dvc.lock's), reproduced, how, status}."""
     root = Path(root).resolve()
     project = load_project(root)
     lock = _lock_entries(root)
@@ -187,7 +241,7 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
                 row.update(reproduced=False, how="differs from dvc.lock")
             if not row["reproduced"] and (copy := _locked_copy(root, a.path, want or "")) is not None:
                 row["how"] += ": " + compare(a, copy, scratch / a.path, s.volatile, 0.0)["how"]
-            results.append(row)
+            results.append({**row, "checked_md5": want or "", "status": status(row)})
 
     _rerun(root, stages, check, workers)
     order = {s.address: i for i, s in enumerate(stages)}
