@@ -159,7 +159,8 @@ def test_list_and_report(built_toy: Path) -> None:
     r = cli(built_toy, "report")
     assert "total" in r.stdout
     html = (built_toy / "report" / "index.html").read_text()
-    assert "<h4>headline</h4>" in html and "data:image/png;base64," in html
+    assert "data/toy/metrics.json: headline" in html and "data:image/png;base64," in html
+    assert "<section class=card id='toy'>" in html and "provenance: 6 artifacts" in html
     md = (built_toy / "report" / "README.md").read_text()
     assert "| total |" in md and (built_toy / "report" / "plots" / "data__toy__curve.png").exists()
 

@@ -112,11 +112,9 @@ def _provenance(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per audited artifact: its status, the links that broke (or warn), its verify status and its run."""
     rows = []
     for o in outputs:
-        bad = [f"{x['link']}: {x['detail']}" for x in o["links"] if not x["ok"]]
-        warn = [f"{x['link']}: {x['detail']}" for x in o["links"] if x["ok"] and x.get("warning")]
-        run = next((x.get("run_id", "") for x in o["links"] if x["link"] == "run" and x.get("run_id")), "")
+        said = [f"{x['link']} {x['status']}: {x['detail']}" for x in o["links"] if x["status"] in ("broken", "warning")]
         rows.append({"artifact": o["path"], "stage": o["stage"], "md5": o["md5"][:12], "status": "ok" if o["ok"] else "broken",
-                     "verify": o.get("verify", ""), "run": run[:12], "links": "; ".join(bad + warn) or "all links hold"})
+                     "verify": o["verify"], "run": (o["run_id"] or "none")[:12], "links": "; ".join(said) or "every link holds"})
     return rows
 
 
