@@ -65,13 +65,21 @@ def file_md5(path: Path) -> str:
     return h.hexdigest()
 
 
-def dvc_md5(path: Path) -> str:
-    """The md5 DVC 3 records for a file or directory (a directory hashes its sorted JSON listing, suffixed .dir)."""
+def _is_bytecode(p: Path) -> bool:
+    return p.suffix == ".pyc" or "__pycache__" in p.parts
+
+
+def dvc_md5(path: Path, skip_bytecode: bool = False) -> str:
+    """The md5 DVC 3 records for a file or directory (a directory hashes its sorted JSON listing, suffixed .dir).
+
+    `skip_bytecode` leaves out __pycache__/ and *.pyc, as the project's .dvcignore does for code directories (Python
+    writes bytecode beside the sources a stage imports; DVC does not see it)."""
     path = Path(path)
     if not path.is_dir():
         return file_md5(path)
     entries = sorted(
-        ({"md5": file_md5(p), "relpath": p.relative_to(path).as_posix()} for p in path.rglob("*") if p.is_file()),
+        ({"md5": file_md5(p), "relpath": p.relative_to(path).as_posix()} for p in path.rglob("*")
+         if p.is_file() and not (skip_bytecode and _is_bytecode(p.relative_to(path)))),
         key=lambda e: e["relpath"],
     )
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"

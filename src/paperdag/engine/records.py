@@ -105,6 +105,7 @@ class Record:
             "id": self.id, "experiment": experiment, "run_name": run_name, "pid": os.getpid(),
             "start_ms": _now_ms(), "end_ms": None, "status": "RUNNING",
             "tags": {RECORD_TAG: self.id, **tags}, "params": {}, "metrics": {}, "artifacts": [],
+            "datasets": [],
         }
         self._alive = _Liveness(self.dir / f"{self.id}.lock")
         _write_json(self.path, self.doc)
@@ -119,6 +120,11 @@ class Record:
         for k, v in flatten(metrics).items():
             if isinstance(v, (bool, int, float)):
                 self.doc["metrics"][k.replace(":", "_")] = float(v)
+
+    def log_dataset(self, path: str, md5: str, context: str, atype: str, kind: str, info: dict[str, str]) -> None:
+        """An input ("input": another stage's output; "source": a file no stage writes) or an output ("output") that
+        the drainer logs as an MLflow dataset: `info` may hold its "schema" and "profile" (artifacts.describe)."""
+        self.doc["datasets"].append({"path": path, "md5": md5, "context": context, "type": atype, "kind": kind, **info})
 
     def attach(self, path: Path, subdir: str) -> None:
         """Keep a copy of a small file (a metric or plot) for the run: the original may be rewritten before draining."""
@@ -231,6 +237,7 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
     run_tags = [RunTag(k, v) for k, v in tags.items()]
     for i in range(0, max(len(params), len(metrics), len(run_tags)), 100):
         client.log_batch(run_id, params=params[i:i + 100], metrics=metrics[i:i + 100], tags=run_tags[i:i + 100])
+    _log_datasets(client, run_id, doc.get("datasets", []), resumed=bool(found))
     d = runs_dir(root)
     for rel, subdir in doc["artifacts"]:
         if (d / rel).exists():
@@ -239,6 +246,24 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
     if indexed:
         _index_append(root, [index_entry(run_id, exp, doc["status"], tags)])
     return run_id
+
+
+def _log_datasets(client: Any, run_id: str, datasets: list[dict[str, str]], resumed: bool) -> None:
+    """The record's inputs and outputs as the run's MLflow datasets (name: repo-relative path; digest: DVC's md5;
+    context tag: input, source or output), those the run already has left out (a drainer killed after logging them).
+
+    Outputs are datasets too, tagged "output": MLflow 3's log_outputs takes only LoggedModels, and a stage's outputs
+    are files DVC keeps (tables, arrays, a saved model directory), not models logged to MLflow."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    have = {(i.dataset.name, i.dataset.digest) for i in client.get_run(run_id).inputs.dataset_inputs} if resumed else set()
+    todo = [DatasetInput(
+        Dataset(d["path"], d["md5"], "local", json.dumps({"uri": d["path"]}), d.get("schema"), d.get("profile")),
+        [InputTag("mlflow.data.context", d["context"]), InputTag("paperdag.type", d["type"]),
+         InputTag("paperdag.kind", d["kind"])],
+    ) for d in datasets if (d["path"], d["md5"]) not in have]
+    if todo:
+        client.log_inputs(run_id, datasets=todo)
 
 
 def _parent_run(client: Any, root: Path, record_id: str, experiment_id: str) -> str:

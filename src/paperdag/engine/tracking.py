@@ -1,7 +1,8 @@
 """MLflow tracking: one run per stage execution (experiment = pipeline), nested under a parent run per flow.
 
-Lineage lives in tags: git commit and dirty flag, the md5 of every dep and out (as DVC computes them),
-the Prefect flow-run id when there is one, and the environment (python, packages, threads, CPU).
+Lineage lives in tags: git commit and dirty flag, the md5 of every dep (data and code) and out (as DVC computes them),
+the Prefect flow-run id when there is one, and the environment (python, packages, threads, CPU). Data inputs and
+outputs are also the run's MLflow datasets (records._log), so MLflow's own UI shows them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 PARENT_RUN_ENV = "PAPERDAG_PARENT_RECORD_ID"
 FLOW_RUN_ENV = "PAPERDAG_FLOW_RUN_ID"
 _PACKAGES = ("paperdag", "numpy", "polars", "pyarrow", "torch", "transformers", "dvc", "prefect", "mlflow")
-DEP_TAG, OUT_TAG = "paperdag.dep.", "paperdag.out."
+DEP_TAG, OUT_TAG = "paperdag.dep.", "paperdag.out."  # data inputs (and path-param files), outputs: DVC md5s
+CODE_TAG = "paperdag.code."  # the code deps dvc.yaml lists (stage module, packages it imports): their DVC md5s
 OWN_FILES = ("dvc.lock", "paperdag.lock")
 
 
