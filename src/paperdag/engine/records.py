@@ -244,7 +244,7 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
             client.log_artifact(run_id, str(d / rel), subdir)
     client.set_terminated(run_id, status=doc["status"], end_time=doc["end_ms"])
     if indexed:
-        _index_append(root, [index_entry(run_id, exp, doc["status"], tags)])
+        _index_append(root, [index_entry(run_id, exp, doc["status"], tags, doc["start_ms"], doc["end_ms"])])
     return run_id
 
 
@@ -285,11 +285,13 @@ _INDEXED_TAGS = ("git.commit", "git.dirty", "mlflow.parentRunId", "prefect.flow_
                  "paperdag.stage")
 
 
-def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str]) -> dict[str, Any]:
+def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str], start_ms: int | None,
+                end_ms: int | None) -> dict[str, Any]:
     from paperdag.engine.tracking import OUT_TAG
 
     keep = {k: v for k, v in tags.items() if k.startswith(OUT_TAG) or k in _INDEXED_TAGS}
-    return {"run_id": run_id, "experiment": experiment_id, "status": status, "tags": keep}
+    return {"run_id": run_id, "experiment": experiment_id, "status": status, "tags": keep, "start_ms": start_ms,
+            "end_ms": end_ms}
 
 
 def _index_append(root: Path, entries: list[dict[str, Any]]) -> None:
@@ -321,13 +323,16 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     index = root / INDEX
     changed = _store_mtime(root)
     if _index_current(root):
-        return [json.loads(line) for line in index.read_text().splitlines() if line.strip()]
+        entries = [json.loads(line) for line in index.read_text().splitlines() if line.strip()]
+        if all("start_ms" in e for e in entries):  # else written before the index kept run times: rebuilt
+            return entries
     from paperdag.engine.tracking import client
 
     c = client(root, drain=False)
     exps = [e.experiment_id for e in c.search_experiments()]
     found = c.search_runs(exps, max_results=50_000) if exps else []
-    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags) for r in found]
+    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags, r.info.start_time,
+                           r.info.end_time) for r in found]
     if changed is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")

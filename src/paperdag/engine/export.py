@@ -1,0 +1,271 @@
+"""`paperdag export --ro-crate DIR`: what dvc.lock records of the project's build, as a Workflow Run RO-Crate.
+
+The crate follows the Provenance Run Crate profile 0.5 (with the Workflow Run and Process Run Crate profiles it
+extends, on RO-Crate 1.1): the workflow is dvc.yaml, based on the pipelines/*.yaml it is rendered from; each stage
+execution dvc.lock records is a CreateAction whose object is its data deps and its params (PropertyValues), whose
+result is its outs and whose instrument is the stage (a SoftwareApplication made of its code deps), with the start and
+end time, MLflow run id and git commit of the MLflow run that recorded writing those outs; a HowToStep and a
+ControlAction per stage, one CreateAction for the workflow as a whole and an OrganizeAction for paperdag link them
+as the profile asks. Every artifact is copied into the crate under its repository path, with its sha256 and DVC's
+md5 (a PropertyValue as its identifier); a version dvc.lock names that neither the workspace nor DVC's cache holds
+(a code dep edited since its stage ran) is a contextual entity with the md5 only. Everything is written into a
+temporary directory beside DIR and renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from paperdag.engine import dvc
+from paperdag.engine.errors import PaperdagError
+from paperdag.engine.fsutil import dvc_md5, replace_into_place, tmp_sibling
+from paperdag.engine.records import flatten
+from paperdag.engine.tracking import OUT_TAG, git_info
+
+PROFILES = {  # the root's conformsTo: permalink -> name
+    "https://w3id.org/ro/wfrun/process/0.5": "Process Run Crate",
+    "https://w3id.org/ro/wfrun/workflow/0.5": "Workflow Run Crate",
+    "https://w3id.org/ro/wfrun/provenance/0.5": "Provenance Run Crate",
+    "https://w3id.org/workflowhub/workflow-ro-crate/1.0": "Workflow RO-Crate",
+}
+CODE_DIRS = ("src/", "stages/", "pipelines/")  # a dep under these is code (the stage's instrument), not data
+_FORMATS = {".parquet": "application/vnd.apache.parquet", ".json": "application/json", ".png": "image/png",
+            ".yaml": "application/yaml", ".py": "text/x-python", ".txt": "text/plain"}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _cache_file(root: Path, md5: str) -> Path:
+    return root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+
+
+def _content(root: Path, path: str, md5: str) -> dict[str, Path] | None:
+    """The files holding the version of `path` whose DVC md5 is `md5` (relative path inside it -> file; "" for a
+    file): the workspace's when it is that version, else DVC's cache; None when neither has it."""
+    here = root / path
+    if here.exists() and dvc_md5(here, skip_bytecode=path.startswith(CODE_DIRS)) == md5:
+        if not here.is_dir():
+            return {"": here}
+        return {p.relative_to(here).as_posix(): p for p in sorted(here.rglob("*")) if p.is_file()
+                and not (path.startswith(CODE_DIRS) and ("__pycache__" in p.parts or p.suffix == ".pyc"))}
+    cached = _cache_file(root, md5)
+    if not cached.is_file():
+        return None
+    if not md5.endswith(".dir"):
+        return {"": cached}
+    files = {e["relpath"]: _cache_file(root, e["md5"]) for e in json.loads(cached.read_text())}
+    return files if all(f.is_file() for f in files.values()) else None
+
+
+def _lock_stages(root: Path, pipeline: str | None) -> dict[str, dict[str, Any]]:
+    """dvc.lock's stages (of `pipeline`), by DVC name, each with its paperdag address."""
+    if not (root / "dvc.lock").exists():
+        raise PaperdagError(f"{root / 'dvc.lock'} does not exist: build the project first (dvc repro / paperdag run)")
+    stages = {}
+    for name, entry in (dvc.lock(root).get("stages") or {}).items():
+        address = entry.get("cmd", "").removeprefix("paperdag stage ").strip()
+        if pipeline is None or address.partition(":")[0] == pipeline:
+            stages[name] = {**entry, "address": address}
+        for item in (*entry.get("deps", []), *entry.get("outs", [])):
+            try:
+                (root / item["path"]).resolve().relative_to(root)
+            except ValueError:
+                raise PaperdagError(f"dvc.lock stage {name}: {item['path']} is outside the project {root}") from None
+    if not stages:
+        raise PaperdagError(f"dvc.lock records no stage of pipeline {pipeline}" if pipeline else "dvc.lock records no stage")
+    return stages
+
+
+def _producing_runs(root: Path, stages: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """DVC stage name -> the latest FINISHED MLflow run of that stage whose recorded outs are dvc.lock's."""
+    from paperdag.engine.records import indexed_runs
+
+    found: dict[str, dict[str, Any]] = {}
+    runs = [r for r in indexed_runs(root) if r["status"] == "FINISHED"]
+    for name, entry in stages.items():
+        outs = {o["path"]: o.get("md5") for o in entry.get("outs", [])}
+        for run in runs:
+            tags = run["tags"]
+            if (f"{tags.get('paperdag.pipeline')}:{tags.get('paperdag.stage')}" == entry["address"]
+                    and all(tags.get(OUT_TAG + p) == m for p, m in outs.items())
+                    and (name not in found or (run.get("end_ms") or 0) > (found[name].get("end_ms") or 0))):
+                found[name] = run
+    return found
+
+
+def _iso(ms: int | None) -> str | None:
+    if not ms:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _Builder:
+    """One crate being built: data entities by repository path, each at the md5 it was first seen with."""
+
+    def __init__(self, root: Path) -> None:
+        from rocrate.rocrate import ROCrate
+
+        self.root = root
+        self.crate = ROCrate(version="1.1")
+        self.by_path: dict[str, tuple[str, Any]] = {}
+
+    def context(self, id_: str, properties: dict[str, Any]) -> Any:
+        from rocrate.model import ContextEntity
+
+        return self.crate.get(id_) or self.crate.add(ContextEntity(self.crate, id_, properties=properties))
+
+    def md5_value(self, md5: str) -> Any:
+        return self.context(f"#dvc-md5-{md5}", {"@type": "PropertyValue", "propertyID": "dvc-md5", "name": "DVC md5",
+                                                "value": md5})
+
+    def artifact(self, path: str, md5: str, about: str) -> Any:
+        """The entity of `path` at `md5`: a File or Dataset copied into the crate, or a stand-in for a version that is
+        gone (or for a second version of one path: a crate holds one file per path)."""
+        if path in self.by_path and self.by_path[path][0] == md5:
+            return self.by_path[path][1]
+        files = None if path in self.by_path else _content(self.root, path, md5)
+        if files is None:
+            return self.context(f"#dvc-md5-{md5}-of-{path}", {
+                "@type": "CreativeWork", "name": path, "identifier": self.md5_value(md5),
+                "description": f"the version of {path} dvc.lock records for {about}; neither the workspace nor DVC's "
+                               f"cache holds it, so it is not in this crate"})
+        types = ["File", "SoftwareSourceCode"] if path.startswith(CODE_DIRS) else "File"
+        if "" in files:
+            entity = self._file(files[""], path, types, {"identifier": self.md5_value(md5)})
+        else:
+            parts = [self._file(f, f"{path}/{rel}", types, {}) for rel, f in files.items()]
+            entity = self.crate.add_dataset(None, path, properties={
+                "name": path, "identifier": self.md5_value(md5), "hasPart": parts})
+        self.by_path[path] = (md5, entity)
+        return entity
+
+    def _file(self, source: Path, path: str, types: Any, extra: dict[str, Any]) -> Any:
+        props = {"@type": types, "name": path, "sha256": _sha256(source), "contentSize": str(source.stat().st_size),
+                 **extra}
+        if Path(path).suffix in _FORMATS:
+            props["encodingFormat"] = _FORMATS[Path(path).suffix]
+        return self.crate.add_file(source, path, properties=props)
+
+
+def ro_crate(root: Path, dest: Path, pipeline: str | None = None) -> dict[str, int]:
+    """Write the crate to `dest` (replacing a crate there, never another directory); return its entity counts by
+    type."""
+    root = Path(root).resolve()
+    dest = Path(dest).resolve()
+    if dest.exists() and (not dest.is_dir() or (any(dest.iterdir()) and not (dest / "ro-crate-metadata.json").exists())):
+        raise PaperdagError(f"{dest} exists and is not an RO-Crate: give a new directory (or an earlier export)")
+    stages = _lock_stages(root, pipeline)
+    runs = _producing_runs(root, stages)
+    b = _Builder(root)
+    crate = b.crate
+    commit = git_info(root)
+    crate.metadata.extra_contexts.append("https://w3id.org/ro/terms/workflow-run/context")
+    crate.metadata.extra_terms["sha256"] = "http://schema.org/sha256"  # a schema.org term newer than RO-Crate 1.1's context
+    for url, name in PROFILES.items():
+        b.context(url, {"@type": "CreativeWork", "name": name, "version": url.rsplit("/", 1)[1]})
+    crate.root_dataset["conformsTo"] = [{"@id": url} for url in PROFILES]
+    crate.root_dataset["name"] = f"{root.name}: the build dvc.lock records" + (f" (pipeline {pipeline})" if pipeline else "")
+    crate.root_dataset["description"] = (f"Written by `paperdag export --ro-crate` at git commit {commit['git.commit']}"
+                                         f"{' (uncommitted changes)' if commit['git.dirty'] == 'true' else ''}.")
+    from rocrate.model import ComputerLanguage
+
+    lang = crate.add(ComputerLanguage(crate, "#dvc", properties={
+        "name": "DVC pipeline (dvc.yaml)", "url": {"@id": "https://dvc.org/doc/user-guide/project-structure/dvcyaml-files"}}))
+    declared = sorted({s["address"].partition(":")[0] for s in stages.values()})
+    declarations = []
+    for p in declared:
+        path = f"pipelines/{p}.yaml"
+        if (root / path).exists():  # the claims stage's code dep too: one entity
+            declarations.append(b._file(root / path, path, ["File", "SoftwareSourceCode"], {
+                "description": f"pipeline {p}'s declaration, which `paperdag render` writes into dvc.yaml"}))
+            b.by_path[path] = (dvc_md5(root / path), declarations[-1])
+    workflow = crate.add_workflow(root / "dvc.yaml", "dvc.yaml", main=True, lang=lang, properties={
+        "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow", "HowTo"], "name": "dvc.yaml",
+        "version": commit["git.commit"], "isBasedOn": declarations})
+    tools, steps, controls, times = [], [], [], []
+    sources: dict[str, Any] = {}  # data deps by path; those no exported stage writes are the workflow's inputs
+    outs: dict[str, Any] = {}
+    for i, (name, entry) in enumerate(stages.items()):
+        about = f"stage {name}"
+        code = [b.artifact(d["path"], d.get("md5", ""), about) for d in entry.get("deps", [])
+                if d["path"].startswith(CODE_DIRS)]
+        tool = b.context(f"#stage-{name}", {"@type": "SoftwareApplication", "name": entry["address"],
+                                            "description": entry.get("desc") or entry.get("cmd", ""), "hasPart": code})
+        step = b.context(f"#step-{name}", {"@type": "HowToStep", "name": entry["address"], "position": str(i),
+                                           "workExample": tool})
+        params = {k: v for values in (entry.get("params") or {}).values() for k, v in flatten(values).items()}
+        values = [b.context(f"#param-{name}-{k}", {"@type": "PropertyValue", "name": k,
+                                                   "value": v if isinstance(v, (str, int, float, bool)) else json.dumps(v)})
+                  for k, v in sorted(params.items())]
+        data = [d for d in entry.get("deps", []) if not d["path"].startswith(CODE_DIRS)]
+        inputs = [b.artifact(d["path"], d.get("md5", ""), about) for d in data]
+        outputs = [b.artifact(o["path"], o.get("md5", ""), about) for o in entry.get("outs", [])]
+        sources.update({d["path"]: e for d, e in zip(data, inputs)})
+        outs.update({o["path"]: e for o, e in zip(entry.get("outs", []), outputs)})
+        props: dict[str, Any] = {"@type": "CreateAction", "name": f"paperdag stage {entry['address']}",
+                                 "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"}}
+        run = runs.get(name)
+        if run is not None:
+            props["startTime"], props["endTime"] = _iso(run.get("start_ms")), _iso(run.get("end_ms"))
+            props["identifier"] = [b.context(f"#mlflow-{run['run_id']}", {
+                "@type": "PropertyValue", "propertyID": "mlflow-run-id", "name": "MLflow run", "value": run["run_id"]})]
+            props["description"] = (f"MLflow run {run['run_id']} (experiment {run['experiment']}) at git commit "
+                                    f"{run['tags'].get('git.commit', 'unknown')}"
+                                    f"{' with uncommitted changes' if run['tags'].get('git.dirty') == 'true' else ''}")
+        else:
+            props["description"] = "no MLflow run in this project's store recorded writing these outputs"
+        action = crate.add_action(tool, identifier=f"#run-{name}", object=inputs + values, result=outputs,
+                                  properties={k: v for k, v in props.items() if v is not None})
+        controls.append(b.context(f"#control-{name}", {"@type": "ControlAction", "name": f"orchestrate {entry['address']}",
+                                                        "instrument": step, "object": action}))
+        tools.append(tool)
+        steps.append(step)
+        if run is not None:
+            times.append(run)
+    workflow["hasPart"], workflow["step"] = tools, steps
+    wf_props: dict[str, Any] = {"@type": "CreateAction", "name": "the build dvc.lock records",
+                                "description": "the union of the stage executions dvc.lock records (they may have run "
+                                               "at different times, each at the commit its own action names)"}
+    if times:
+        wf_props["startTime"] = _iso(min(r.get("start_ms") or 0 for r in times) or None)
+        wf_props["endTime"] = _iso(max(r.get("end_ms") or 0 for r in times) or None)
+    run_all = crate.add_action(workflow, identifier="#workflow-run",
+                               object=[e for p, e in sources.items() if p not in outs], result=list(outs.values()),
+                               properties={k: v for k, v in wf_props.items() if v is not None})
+    engine = b.context("#paperdag", {"@type": "SoftwareApplication", "name": "paperdag",
+                                     "version": _version("paperdag")})
+    b.context("#organize", {"@type": "OrganizeAction", "name": "paperdag (under dvc repro or paperdag run)",
+                            "instrument": engine, "object": controls, "result": run_all})
+    crate.root_dataset["mentions"] = [run_all]
+    tmp = tmp_sibling(dest)
+    try:
+        crate.write(tmp)
+        replace_into_place(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    counts: dict[str, int] = {}
+    for e in crate.get_entities():
+        for t in [e.type] if isinstance(e.type, str) else e.type:
+            counts[t] = counts.get(t, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
