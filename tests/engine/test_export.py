@@ -165,3 +165,22 @@ def test_the_run_index_is_rebuilt_when_it_lacks_run_times(built_toy: Path) -> No
     index.write_text("".join(json.dumps(e) + "\n" for e in old))
     entries = records.indexed_runs(built_toy)
     assert len(entries) == len(old) and all(e["start_ms"] and e["end_ms"] >= e["start_ms"] for e in entries)
+
+
+def test_openlineage_events_name_each_stage_run_its_datasets_and_md5s(built_toy: Path, tmp_path: Path) -> None:
+    """`--openlineage FILE` writes a START and a COMPLETE RunEvent per dvc.lock stage, in that order, with the MLflow
+    run's id and times; inputs are the data deps, outputs the outs, each with dvc.lock's md5 as its version facet."""
+    runs = latest_runs(built_toy)
+    records.indexed_runs(built_toy)
+    dest = tmp_path / "lineage.jsonl"
+    cli(built_toy, "export", "--openlineage", str(dest))
+    events = [json.loads(line) for line in dest.read_text().splitlines()]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"] * 4
+    for start, complete in zip(events[::2], events[1::2]):
+        address = start["job"]["name"]
+        assert complete["job"]["name"] == address and start["run"]["runId"] == complete["run"]["runId"]
+        assert start["run"]["runId"].replace("-", "") == runs[address].info.run_id
+        assert start["eventTime"] < complete["eventTime"]
+        versions = sorted([(d["name"], d["facets"]["version"]["datasetVersion"], "input") for d in start["inputs"]]
+                          + [(d["name"], d["facets"]["version"]["datasetVersion"], "output") for d in start["outputs"]])
+        assert versions == [(str(built_toy.resolve() / p), m, c) for p, m, c in expected_datasets(lock_entry(built_toy, address))]
