@@ -14,7 +14,6 @@ temporary directory beside DIR and renamed into place.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from importlib import metadata
@@ -23,7 +22,7 @@ from typing import Any
 
 from paperdag.engine import dvc
 from paperdag.engine.errors import PaperdagError
-from paperdag.engine.fsutil import dvc_md5, replace_into_place, tmp_sibling
+from paperdag.engine.fsutil import dvc_md5, file_hash, is_bytecode, replace_into_place, tmp_sibling
 from paperdag.engine.records import flatten
 from paperdag.engine.tracking import OUT_TAG, git_info
 
@@ -38,14 +37,6 @@ _FORMATS = {".parquet": "application/vnd.apache.parquet", ".json": "application/
             ".yaml": "application/yaml", ".py": "text/x-python", ".txt": "text/plain"}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _cache_file(root: Path, md5: str) -> Path:
     return root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
 
@@ -54,11 +45,12 @@ def _content(root: Path, path: str, md5: str) -> dict[str, Path] | None:
     """The files holding the version of `path` whose DVC md5 is `md5` (relative path inside it -> file; "" for a
     file): the workspace's when it is that version, else DVC's cache; None when neither has it."""
     here = root / path
-    if here.exists() and dvc_md5(here, skip_bytecode=path.startswith(CODE_DIRS)) == md5:
+    code = path.startswith(CODE_DIRS)
+    if here.exists() and dvc_md5(here, skip_bytecode=code) == md5:
         if not here.is_dir():
             return {"": here}
-        return {p.relative_to(here).as_posix(): p for p in sorted(here.rglob("*")) if p.is_file()
-                and not (path.startswith(CODE_DIRS) and ("__pycache__" in p.parts or p.suffix == ".pyc"))}
+        return {p.relative_to(here).as_posix(): p for p in sorted(here.rglob("*"))
+                if p.is_file() and not (code and is_bytecode(p.relative_to(here)))}
     cached = _cache_file(root, md5)
     if not cached.is_file():
         return None
@@ -153,7 +145,7 @@ class _Builder:
         return entity
 
     def _file(self, source: Path, path: str, types: Any, extra: dict[str, Any]) -> Any:
-        props = {"@type": types, "name": path, "sha256": _sha256(source), "contentSize": str(source.stat().st_size),
+        props = {"@type": types, "name": path, "sha256": file_hash(source, "sha256"), "contentSize": str(source.stat().st_size),
                  **extra}
         if Path(path).suffix in _FORMATS:
             props["encodingFormat"] = _FORMATS[Path(path).suffix]

@@ -57,16 +57,17 @@ def remove_stale_tmp(directory: Path) -> None:
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
-def file_md5(path: Path) -> str:
-    h = hashlib.md5()
+def file_hash(path: Path, algorithm: str = "md5") -> str:
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
 
 
-def _is_bytecode(p: Path) -> bool:
-    return p.suffix == ".pyc" or "__pycache__" in p.parts
+def file_md5(path: Path) -> str:
+    return file_hash(path, "md5")
+
+
+def is_bytecode(relpath: Path) -> bool:
+    return relpath.suffix == ".pyc" or "__pycache__" in relpath.parts
 
 
 def dvc_md5(path: Path, skip_bytecode: bool = False) -> str:
@@ -79,7 +80,7 @@ def dvc_md5(path: Path, skip_bytecode: bool = False) -> str:
         return file_md5(path)
     entries = sorted(
         ({"md5": file_md5(p), "relpath": p.relative_to(path).as_posix()} for p in path.rglob("*")
-         if p.is_file() and not (skip_bytecode and _is_bytecode(p.relative_to(path)))),
+         if p.is_file() and not (skip_bytecode and is_bytecode(p.relative_to(path)))),
         key=lambda e: e["relpath"],
     )
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
