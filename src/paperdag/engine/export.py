@@ -8,7 +8,8 @@ end time, MLflow run id and git commit of the MLflow run that recorded writing t
 ControlAction per stage, one CreateAction for the workflow as a whole and an OrganizeAction for paperdag link them
 as the profile asks. Every artifact is copied into the crate under its repository path, with its sha256 and DVC's
 md5 (a PropertyValue as its identifier); a version dvc.lock names that neither the workspace nor DVC's cache holds
-(a code dep edited since its stage ran) is a contextual entity with the md5 only. Everything is written into a
+(a code dep edited since its stage ran, data never built here), or a second version of one path (a stage stale in
+dvc.lock read an earlier version), is a contextual entity with the md5 only. Everything is written into a
 temporary directory beside DIR and renamed into place.
 """
 
@@ -123,17 +124,21 @@ class _Builder:
         return self.context(f"#dvc-md5-{md5}", {"@type": "PropertyValue", "propertyID": "dvc-md5", "name": "DVC md5",
                                                 "value": md5})
 
-    def artifact(self, path: str, md5: str, about: str) -> Any:
+    def artifact(self, path: str, md5: str) -> Any:
         """The entity of `path` at `md5`: a File or Dataset copied into the crate, or a stand-in for a version that is
-        gone (or for a second version of one path: a crate holds one file per path)."""
-        if path in self.by_path and self.by_path[path][0] == md5:
-            return self.by_path[path][1]
-        files = None if path in self.by_path else _content(self.root, path, md5)
-        if files is None:
+        gone or that is not the one the crate holds under that path (a crate holds one file per path)."""
+        if path in self.by_path:
+            held, entity = self.by_path[path]
+            if held == md5:
+                return entity
+            why = f"the crate holds {path} at md5 {held}, the version another stage of dvc.lock records"
+        else:
+            files = _content(self.root, path, md5)
+            why = "neither the workspace nor DVC's cache holds it"
+        if path in self.by_path or files is None:
             return self.context(f"#dvc-md5-{md5}-of-{path}", {
                 "@type": "CreativeWork", "name": path, "identifier": self.md5_value(md5),
-                "description": f"the version of {path} dvc.lock records for {about}; neither the workspace nor DVC's "
-                               f"cache holds it, so it is not in this crate"})
+                "description": f"a version of {path} that dvc.lock records, not in this crate: {why}"})
         types = ["File", "SoftwareSourceCode"] if path.startswith(CODE_DIRS) else "File"
         if "" in files:
             entity = self._file(files[""], path, types, {"identifier": self.md5_value(md5)})
@@ -145,8 +150,8 @@ class _Builder:
         return entity
 
     def _file(self, source: Path, path: str, types: Any, extra: dict[str, Any]) -> Any:
-        props = {"@type": types, "name": path, "sha256": file_hash(source, "sha256"), "contentSize": str(source.stat().st_size),
-                 **extra}
+        props = {"@type": types, "name": path, "sha256": file_hash(source, "sha256"),
+                 "contentSize": str(source.stat().st_size), **extra}
         if Path(path).suffix in _FORMATS:
             props["encodingFormat"] = _FORMATS[Path(path).suffix]
         return self.crate.add_file(source, path, properties=props)
@@ -172,73 +177,28 @@ def ro_crate(root: Path, dest: Path, pipeline: str | None = None) -> dict[str, i
     crate.root_dataset["name"] = f"{root.name}: the build dvc.lock records" + (f" (pipeline {pipeline})" if pipeline else "")
     crate.root_dataset["description"] = (f"Written by `paperdag export --ro-crate` at git commit {commit['git.commit']}"
                                          f"{' (uncommitted changes)' if commit['git.dirty'] == 'true' else ''}.")
-    from rocrate.model import ComputerLanguage
-
-    lang = crate.add(ComputerLanguage(crate, "#dvc", properties={
-        "name": "DVC pipeline (dvc.yaml)", "url": {"@id": "https://dvc.org/doc/user-guide/project-structure/dvcyaml-files"}}))
-    declared = sorted({s["address"].partition(":")[0] for s in stages.values()})
-    declarations = []
-    for p in declared:
-        path = f"pipelines/{p}.yaml"
-        if (root / path).exists():  # the claims stage's code dep too: one entity
-            declarations.append(b._file(root / path, path, ["File", "SoftwareSourceCode"], {
-                "description": f"pipeline {p}'s declaration, which `paperdag render` writes into dvc.yaml"}))
-            b.by_path[path] = (dvc_md5(root / path), declarations[-1])
-    workflow = crate.add_workflow(root / "dvc.yaml", "dvc.yaml", main=True, lang=lang, properties={
-        "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow", "HowTo"], "name": "dvc.yaml",
-        "version": commit["git.commit"], "isBasedOn": declarations})
-    tools, steps, controls, times = [], [], [], []
+    workflow = _workflow(b, sorted({s["address"].partition(":")[0] for s in stages.values()}), commit["git.commit"])
+    tools, steps, controls = [], [], []
     sources: dict[str, Any] = {}  # data deps by path; those no exported stage writes are the workflow's inputs
     outs: dict[str, Any] = {}
     for i, (name, entry) in enumerate(stages.items()):
-        about = f"stage {name}"
-        code = [b.artifact(d["path"], d.get("md5", ""), about) for d in entry.get("deps", [])
-                if d["path"].startswith(CODE_DIRS)]
-        tool = b.context(f"#stage-{name}", {"@type": "SoftwareApplication", "name": entry["address"],
-                                            "description": entry.get("desc") or entry.get("cmd", ""), "hasPart": code})
-        step = b.context(f"#step-{name}", {"@type": "HowToStep", "name": entry["address"], "position": str(i),
-                                           "workExample": tool})
-        params = {k: v for values in (entry.get("params") or {}).values() for k, v in flatten(values).items()}
-        values = [b.context(f"#param-{name}-{k}", {"@type": "PropertyValue", "name": k,
-                                                   "value": v if isinstance(v, (str, int, float, bool)) else json.dumps(v)})
-                  for k, v in sorted(params.items())]
-        data = [d for d in entry.get("deps", []) if not d["path"].startswith(CODE_DIRS)]
-        inputs = [b.artifact(d["path"], d.get("md5", ""), about) for d in data]
-        outputs = [b.artifact(o["path"], o.get("md5", ""), about) for o in entry.get("outs", [])]
-        sources.update({d["path"]: e for d, e in zip(data, inputs)})
-        outs.update({o["path"]: e for o, e in zip(entry.get("outs", []), outputs)})
-        props: dict[str, Any] = {"@type": "CreateAction", "name": f"paperdag stage {entry['address']}",
-                                 "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"}}
-        run = runs.get(name)
-        if run is not None:
-            props["startTime"], props["endTime"] = _iso(run.get("start_ms")), _iso(run.get("end_ms"))
-            props["identifier"] = [b.context(f"#mlflow-{run['run_id']}", {
-                "@type": "PropertyValue", "propertyID": "mlflow-run-id", "name": "MLflow run", "value": run["run_id"]})]
-            props["description"] = (f"MLflow run {run['run_id']} (experiment {run['experiment']}) at git commit "
-                                    f"{run['tags'].get('git.commit', 'unknown')}"
-                                    f"{' with uncommitted changes' if run['tags'].get('git.dirty') == 'true' else ''}")
-        else:
-            props["description"] = "no MLflow run in this project's store recorded writing these outputs"
-        action = crate.add_action(tool, identifier=f"#run-{name}", object=inputs + values, result=outputs,
-                                  properties={k: v for k, v in props.items() if v is not None})
-        controls.append(b.context(f"#control-{name}", {"@type": "ControlAction", "name": f"orchestrate {entry['address']}",
-                                                        "instrument": step, "object": action}))
+        tool, step, control, inputs, outputs = _stage(b, i, name, entry, runs.get(name))
         tools.append(tool)
         steps.append(step)
-        if run is not None:
-            times.append(run)
+        controls.append(control)
+        sources.update(inputs)
+        outs.update(outputs)
     workflow["hasPart"], workflow["step"] = tools, steps
-    wf_props: dict[str, Any] = {"@type": "CreateAction", "name": "the build dvc.lock records",
-                                "description": "the union of the stage executions dvc.lock records (they may have run "
-                                               "at different times, each at the commit its own action names)"}
-    if times:
-        wf_props["startTime"] = _iso(min(r.get("start_ms") or 0 for r in times) or None)
-        wf_props["endTime"] = _iso(max(r.get("end_ms") or 0 for r in times) or None)
+    props: dict[str, Any] = {"@type": "CreateAction", "name": "the build dvc.lock records",
+                             "description": "the union of the stage executions dvc.lock records (they may have run at "
+                                            "different times, each at the commit its own action names)"}
+    if runs:
+        props["startTime"] = _iso(min(r.get("start_ms") or 0 for r in runs.values()) or None)
+        props["endTime"] = _iso(max(r.get("end_ms") or 0 for r in runs.values()) or None)
     run_all = crate.add_action(workflow, identifier="#workflow-run",
                                object=[e for p, e in sources.items() if p not in outs], result=list(outs.values()),
-                               properties={k: v for k, v in wf_props.items() if v is not None})
-    engine = b.context("#paperdag", {"@type": "SoftwareApplication", "name": "paperdag",
-                                     "version": _version("paperdag")})
+                               properties={k: v for k, v in props.items() if v is not None})
+    engine = b.context("#paperdag", {"@type": "SoftwareApplication", "name": "paperdag", "version": _version("paperdag")})
     b.context("#organize", {"@type": "OrganizeAction", "name": "paperdag (under dvc repro or paperdag run)",
                             "instrument": engine, "object": controls, "result": run_all})
     crate.root_dataset["mentions"] = [run_all]
@@ -254,6 +214,59 @@ def ro_crate(root: Path, dest: Path, pipeline: str | None = None) -> dict[str, i
         for t in [e.type] if isinstance(e.type, str) else e.type:
             counts[t] = counts.get(t, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _workflow(b: _Builder, pipelines: list[str], commit: str) -> Any:
+    """dvc.yaml as the main workflow (in DVC's language), based on the declarations it is rendered from."""
+    from rocrate.model import ComputerLanguage
+
+    crate = b.crate
+    lang = crate.add(ComputerLanguage(crate, "#dvc", properties={
+        "name": "DVC pipeline (dvc.yaml)", "url": {"@id": "https://dvc.org/doc/user-guide/project-structure/dvcyaml-files"}}))
+    declarations = []
+    for p in pipelines:
+        path = f"pipelines/{p}.yaml"
+        if (b.root / path).exists():  # the claims stage's code dep too: one entity
+            declarations.append(b._file(b.root / path, path, ["File", "SoftwareSourceCode"], {
+                "description": f"pipeline {p}'s declaration, which `paperdag render` writes into dvc.yaml"}))
+            b.by_path[path] = (dvc_md5(b.root / path), declarations[-1])
+    return crate.add_workflow(b.root / "dvc.yaml", "dvc.yaml", main=True, lang=lang, properties={
+        "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow", "HowTo"], "name": "dvc.yaml",
+        "version": commit, "isBasedOn": declarations})
+
+
+def _stage(b: _Builder, position: int, name: str, entry: dict[str, Any], run: dict[str, Any] | None
+           ) -> tuple[Any, Any, Any, dict[str, Any], dict[str, Any]]:
+    """One dvc.lock stage: its tool (made of its code deps), HowToStep, CreateAction and ControlAction; return the
+    tool, step and control, and its data inputs and outputs by path."""
+    address = entry["address"]
+    code = [b.artifact(d["path"], d.get("md5", "")) for d in entry.get("deps", []) if d["path"].startswith(CODE_DIRS)]
+    tool = b.context(f"#stage-{name}", {"@type": "SoftwareApplication", "name": address,
+                                        "description": entry.get("desc") or entry.get("cmd", ""), "hasPart": code})
+    step = b.context(f"#step-{name}", {"@type": "HowToStep", "name": address, "position": str(position),
+                                       "workExample": tool})
+    params = {k: v for values in (entry.get("params") or {}).values() for k, v in flatten(values).items()}
+    values = [b.context(f"#param-{name}-{k}", {"@type": "PropertyValue", "name": k,
+                                               "value": v if isinstance(v, (str, int, float, bool)) else json.dumps(v)})
+              for k, v in sorted(params.items())]
+    inputs = {d["path"]: b.artifact(d["path"], d.get("md5", "")) for d in entry.get("deps", [])
+              if not d["path"].startswith(CODE_DIRS)}
+    outputs = {o["path"]: b.artifact(o["path"], o.get("md5", "")) for o in entry.get("outs", [])}
+    props: dict[str, Any] = {"@type": "CreateAction", "name": f"paperdag stage {address}",
+                             "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"},
+                             "description": "no MLflow run in this project's store recorded writing these outputs"}
+    if run is not None:
+        props["startTime"], props["endTime"] = _iso(run.get("start_ms")), _iso(run.get("end_ms"))
+        props["identifier"] = [b.context(f"#mlflow-{run['run_id']}", {
+            "@type": "PropertyValue", "propertyID": "mlflow-run-id", "name": "MLflow run", "value": run["run_id"]})]
+        props["description"] = (f"MLflow run {run['run_id']} (experiment {run['experiment']}) at git commit "
+                                f"{run['tags'].get('git.commit', 'unknown')}"
+                                f"{' with uncommitted changes' if run['tags'].get('git.dirty') == 'true' else ''}")
+    action = b.crate.add_action(tool, identifier=f"#run-{name}", object=[*inputs.values(), *values],
+                                result=list(outputs.values()), properties={k: v for k, v in props.items() if v is not None})
+    control = b.context(f"#control-{name}", {"@type": "ControlAction", "name": f"orchestrate {address}",
+                                             "instrument": step, "object": action})
+    return tool, step, control, inputs, outputs
 
 
 def _version(package: str) -> str:
