@@ -253,7 +253,8 @@ def _log_datasets(client: Any, run_id: str, datasets: list[dict[str, str]], resu
     context tag: input, source or output), those the run already has left out (a drainer killed after logging them).
 
     Outputs are datasets too, tagged "output": MLflow 3's log_outputs takes only LoggedModels, and a stage's outputs
-    are files DVC keeps (tables, arrays, a saved model directory), not models logged to MLflow."""
+    are files DVC keeps (tables, arrays, a saved model directory), not models logged to MLflow. (MLflow's SQL store
+    skips a (dataset, run) pair it has by itself; the check keeps that so on whatever store the URI names.)"""
     from mlflow.entities import Dataset, DatasetInput, InputTag
 
     have = {(i.dataset.name, i.dataset.digest) for i in client.get_run(run_id).inputs.dataset_inputs} if resumed else set()
