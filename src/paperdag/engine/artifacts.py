@@ -108,3 +108,27 @@ def _plain(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError(f"non-finite number {v} in JSON output")
     return v
+
+
+# polars dtype name -> the column type of MLflow's schema format ("mlflow_colspec"), for the datasets its UI shows
+_COLSPEC_TYPES = {"Float64": "double", "Float32": "float", "Int64": "long", "Int32": "integer", "Int16": "integer",
+                  "Int8": "integer", "UInt32": "long", "UInt16": "integer", "UInt8": "integer", "Boolean": "boolean",
+                  "String": "string", "Utf8": "string", "Binary": "binary", "Datetime": "datetime", "Date": "datetime"}
+
+
+def describe(atype: ArtifactType, value: Any) -> dict[str, str]:
+    """What is cheap to say about an artifact's content from the value a stage read or returned (no file read):
+    a table's schema (MLflow's format) and size, an array's shape and dtype. Keys "schema" and "profile", JSON."""
+    if atype == "parquet" and hasattr(value, "schema"):
+        out = {"profile": json.dumps({"num_rows": value.height, "num_columns": value.width})}
+        types = [_COLSPEC_TYPES.get(type(dtype).__name__) for dtype in value.schema.values()]
+        if all(types):  # a column MLflow's format cannot name (a list, a struct): no schema rather than a wrong one
+            cols = [{"type": t, "name": n, "required": True} for n, t in zip(value.schema, types)]
+            out["schema"] = json.dumps({"mlflow_colspec": cols})
+        return out
+    if atype == "npy" and hasattr(value, "shape"):
+        return {"profile": json.dumps({"shape": list(value.shape), "dtype": str(value.dtype)})}
+    if atype == "safetensors" and isinstance(value, dict):
+        sizes = [int(math.prod(v.shape)) for v in value.values() if hasattr(v, "shape")]
+        return {"profile": json.dumps({"num_tensors": len(value), "num_elements": sum(sizes)})}
+    return {}

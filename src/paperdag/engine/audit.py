@@ -56,13 +56,12 @@ from typing import Any
 
 from paperdag.engine import dvc
 from paperdag.engine.errors import PaperdagError
-from paperdag.engine.fsutil import dvc_md5, file_md5
+from paperdag.engine.fsutil import dvc_cache_file, dvc_md5, file_md5
 from paperdag.engine.records import flatten
-from paperdag.engine.tracking import DEP_TAG, OUT_TAG, PARAMS_TAG, canonical_json
+from paperdag.engine.tracking import CODE_DIRS, DEP_TAG, OUT_TAG, PARAMS_TAG, canonical_json
 
 LINKS = ("file", "run", "params", "commit", "chain", "environment", "verify")
 NOT_VERIFIED = "not verified yet"
-CODE_DIRS = ("stages/", "src/", "pipelines/")  # where a stage's code deps live (render.dvc_deps)
 
 
 def audit(root: Path | str, pipelines: list[str] | None = None) -> dict[str, Any]:
@@ -162,13 +161,9 @@ def _file_link(root: Path, path: str, md5: str) -> dict[str, Any]:
     return _link("file", "broken", f"not in the workspace, and {problem}")
 
 
-def _cache_file(root: Path, md5: str) -> Path:
-    return root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
-
-
 def _cache_problem(root: Path, md5: str) -> str | None:
     """None when DVC's local cache holds `md5` whole (a directory: its manifest and every file it lists)."""
-    f = _cache_file(root, md5)
+    f = dvc_cache_file(root, md5)
     if not f.is_file():
         return f"DVC's cache has no {md5[:12]} (`dvc pull`?)"
     if not md5.endswith(".dir"):
@@ -181,7 +176,7 @@ def _cache_problem(root: Path, md5: str) -> str | None:
     if hashlib.md5(json.dumps(listing, sort_keys=True).encode()).hexdigest() + ".dir" != md5:
         return f"DVC's manifest {f.relative_to(root)} does not hash to {md5[:12]}"
     for e in listing:
-        c = _cache_file(root, e["md5"])
+        c = dvc_cache_file(root, e["md5"])
         if not c.is_file() or file_md5(c) != e["md5"]:
             return f"DVC's cache lacks {e['relpath']} of it (md5 {e['md5'][:12]})"
     return None

@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true")
     out.add_argument("--readme", action="store_true", help="write each pipeline's table into README.md's claims block")
+    ex = sub.add_parser("export", help="write the build dvc.lock records as a Workflow Run RO-Crate and/or OpenLineage events")
+    to = ex.add_argument_group("where (one or both)")
+    to.add_argument("--ro-crate", metavar="DIR", help="a Workflow Run RO-Crate's directory (replaced if it holds a crate)")
+    to.add_argument("--openlineage", metavar="FILE", help="OpenLineage RunEvents, START and COMPLETE per stage, one JSON a line")
+    ex.add_argument("--pipeline", help="only this pipeline's stages")
     sub.add_parser("list", help="pipelines and stages, stale or up to date")
     rep = sub.add_parser("report", help="write report/index.html and report/README.md")
     rep.add_argument("--out", default="report")
@@ -195,6 +200,22 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.check and failing:
             print(f"paperdag: {len(failing)} claim(s) not held: {', '.join(failing)}", file=sys.stderr)
             return 1
+        return 0
+    if args.command == "export":
+        import time
+
+        from paperdag.engine.export import openlineage, ro_crate
+
+        if not (args.ro_crate or args.openlineage):
+            raise PaperdagError("export: give --ro-crate DIR and/or --openlineage FILE")
+        t0 = time.perf_counter()
+        if args.ro_crate:
+            counts = ro_crate(root, Path(args.ro_crate), args.pipeline)
+            print(f"{args.ro_crate}: RO-Crate written in {time.perf_counter() - t0:.1f} s: "
+                  + ", ".join(f"{n} {t}" for t, n in counts.items()))
+        if args.openlineage:
+            events = openlineage(root, Path(args.openlineage), args.pipeline)
+            print(f"{args.openlineage}: {events} OpenLineage events written")
         return 0
     if args.command == "list":
         from paperdag.engine.status import format_status, status

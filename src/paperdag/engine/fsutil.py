@@ -58,12 +58,25 @@ def remove_stale_tmp(directory: Path) -> None:
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
-def file_md5(path: Path) -> str:
-    h = hashlib.md5()
+def file_hash(path: Path, algorithm: str = "md5") -> str:
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
+
+
+def file_md5(path: Path) -> str:
+    return file_hash(path, "md5")
+
+
+def dvc_cache_file(root: Path, md5: str) -> Path:
+    """Where DVC 3's local cache (the default .dvc/cache) keeps the content of that md5 (a .dir: its manifest)."""
+    return Path(root) / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+
+
+def dvc_files(path: Path) -> list[Path]:
+    """The files of a directory as DVC sees them: what the repository's .dvcignore ignores left out (bytecode in a
+    code package)."""
+    ignored = _dvcignore(Path(path).resolve())
+    return sorted(p for p in Path(path).rglob("*") if p.is_file() and not ignored(p.resolve()))
 
 
 def dvc_md5(path: Path) -> str:
@@ -74,12 +87,8 @@ def dvc_md5(path: Path) -> str:
     path = Path(path)
     if not path.is_dir():
         return file_md5(path)
-    ignored = _dvcignore(path.resolve())
-    entries = sorted(
-        ({"md5": file_md5(p), "relpath": p.relative_to(path).as_posix()} for p in path.rglob("*")
-         if p.is_file() and not ignored(p.resolve())),
-        key=lambda e: e["relpath"],
-    )
+    entries = sorted(({"md5": file_md5(p), "relpath": p.relative_to(path).as_posix()} for p in dvc_files(path)),
+                     key=lambda e: e["relpath"])
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
 
 

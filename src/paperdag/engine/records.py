@@ -105,6 +105,7 @@ class Record:
             "id": self.id, "experiment": experiment, "run_name": run_name, "pid": os.getpid(),
             "start_ms": _now_ms(), "end_ms": None, "status": "RUNNING",
             "tags": {RECORD_TAG: self.id, **tags}, "params": {}, "metrics": {}, "artifacts": [],
+            "datasets": [],
         }
         self._alive = _Liveness(self.dir / f"{self.id}.lock")
         _write_json(self.path, self.doc)
@@ -119,6 +120,11 @@ class Record:
         for k, v in flatten(metrics).items():
             if isinstance(v, (bool, int, float)):
                 self.doc["metrics"][k.replace(":", "_")] = float(v)
+
+    def log_dataset(self, path: str, md5: str, context: str, atype: str, kind: str, info: dict[str, str]) -> None:
+        """An input ("input": another stage's output; "source": a file no stage writes) or an output ("output") that
+        the drainer logs as an MLflow dataset: `info` may hold its "schema" and "profile" (artifacts.describe)."""
+        self.doc["datasets"].append({"path": path, "md5": md5, "context": context, "type": atype, "kind": kind, **info})
 
     def attach(self, path: Path, subdir: str) -> None:
         """Keep a copy of a small file (a metric or plot) for the run: the original may be rewritten before draining."""
@@ -231,14 +237,34 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
     run_tags = [RunTag(k, v) for k, v in tags.items()]
     for i in range(0, max(len(params), len(metrics), len(run_tags)), 100):
         client.log_batch(run_id, params=params[i:i + 100], metrics=metrics[i:i + 100], tags=run_tags[i:i + 100])
+    _log_datasets(client, run_id, doc.get("datasets", []), resumed=bool(found))
     d = runs_dir(root)
     for rel, subdir in doc["artifacts"]:
         if (d / rel).exists():
             client.log_artifact(run_id, str(d / rel), subdir)
     client.set_terminated(run_id, status=doc["status"], end_time=doc["end_ms"])
     if indexed:
-        _index_append(root, [index_entry(run_id, exp, doc["status"], tags, doc["start_ms"])])
+        _index_append(root, [index_entry(run_id, exp, doc["status"], tags, doc["start_ms"], doc["end_ms"])])
     return run_id
+
+
+def _log_datasets(client: Any, run_id: str, datasets: list[dict[str, str]], resumed: bool) -> None:
+    """The record's inputs and outputs as the run's MLflow datasets (name: repo-relative path; digest: DVC's md5;
+    context tag: input, source or output), those the run already has left out (a drainer killed after logging them).
+
+    Outputs are datasets too, tagged "output": MLflow 3's log_outputs takes only LoggedModels, and a stage's outputs
+    are files DVC keeps (tables, arrays, a saved model directory), not models logged to MLflow. (MLflow's SQL store
+    skips a (dataset, run) pair it has by itself; the check keeps that so on whatever store the URI names.)"""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    have = {(i.dataset.name, i.dataset.digest) for i in client.get_run(run_id).inputs.dataset_inputs} if resumed else set()
+    todo = [DatasetInput(
+        Dataset(d["path"], d["md5"], "local", json.dumps({"uri": d["path"]}), d.get("schema"), d.get("profile")),
+        [InputTag("mlflow.data.context", d["context"]), InputTag("paperdag.type", d["type"]),
+         InputTag("paperdag.kind", d["kind"])],
+    ) for d in datasets if (d["path"], d["md5"]) not in have]
+    if todo:
+        client.log_inputs(run_id, datasets=todo)
 
 
 def _parent_run(client: Any, root: Path, record_id: str, experiment_id: str) -> str:
@@ -256,16 +282,18 @@ def _parent_run(client: Any, root: Path, record_id: str, experiment_id: str) -> 
 # `paperdag audit` read it instead of importing MLflow and opening its store (3-5 s); when MLflow's store changed
 # after it (a run deleted in MLflow's UI, runs logged by another tool, an index lost), it is rebuilt from MLflow. The
 # file's name carries the entry format: an index an older paperdag wrote (fewer tags) is not read but rebuilt.
-INDEX = ".paperdag/run-index.v2.jsonl"
+INDEX = ".paperdag/run-index.v3.jsonl"
 _INDEXED_TAGS = ("git.commit", "git.dirty", "mlflow.parentRunId", "prefect.flow_run_id", "paperdag.pipeline",
                  "paperdag.stage", "paperdag.params")
 # lineage (outs), audit (deps, numerics, environment) and the verify runs' results (verify.py)
 _INDEXED_PREFIXES = ("paperdag.out.", "paperdag.dep.", "paperdag.verify", "numerics.", "env.")
 
 
-def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str], start_ms: int | None) -> dict[str, Any]:
+def index_entry(run_id: str, experiment_id: str, status: str, tags: dict[str, str], start_ms: int | None,
+                end_ms: int | None) -> dict[str, Any]:
     keep = {k: v for k, v in tags.items() if k.startswith(_INDEXED_PREFIXES) or k in _INDEXED_TAGS}
-    return {"run_id": run_id, "experiment": experiment_id, "status": status, "start_ms": start_ms or 0, "tags": keep}
+    return {"run_id": run_id, "experiment": experiment_id, "status": status, "start_ms": start_ms or 0,
+            "end_ms": end_ms, "tags": keep}
 
 
 def _index_append(root: Path, entries: list[dict[str, Any]]) -> None:
@@ -303,8 +331,8 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     c = client(root, drain=False)
     exps = [e.experiment_id for e in c.search_experiments()]
     found = c.search_runs(exps, max_results=50_000) if exps else []
-    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags, r.info.start_time)
-               for r in found]
+    entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags, r.info.start_time,
+                           r.info.end_time) for r in found]
     if changed is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")

@@ -20,10 +20,14 @@ DVC_YAML = "dvc.yaml"
 def dvc_deps(project: Project, params: dict[str, Any], stage: Stage) -> list[str]:
     """The deps dvc.yaml declares for a stage: its code, then its inputs and the files its path params name."""
     module_file = project.pipelines[stage.pipeline].module_file
-    files = {path for key in stage.path_params for path in param_paths(params, key)}
     # the claims stage's "code" is the pipeline file that declares the claims
     code = [project.pipelines[stage.pipeline].file] if stage.builtin else code_deps(project.root, module_file)
-    return code + sorted(set(stage.dep_paths) | files)
+    return code + sorted(set(stage.dep_paths) | set(param_files(params, stage)))
+
+
+def param_files(params: dict[str, Any], stage: Stage) -> list[str]:
+    """The files a stage's path params name (deps in dvc.yaml, read by the stage itself)."""
+    return sorted({path for key in stage.path_params for path in param_paths(params, key)})
 
 
 def dvc_params(stage: Stage) -> list[str]:

@@ -153,9 +153,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
             fn, kwargs, seed = prepare(project, params, stage)
             for a in stage.outputs.values():
                 remove_stale_tmp((root / a.path).parent)
-            # every dep dvc.yaml declares (code, inputs, path params' files), hashed as DVC hashes it
-            record.set_tags({f"{tracking.DEP_TAG}{path}": dvc_md5(root / path)
-                             for path in dvc_deps(project, params, stage) if (root / path).exists()})
+            dep_md5 = _dep_md5s(root, project, params, stage, record)
             numerics = from_params(params)
             seed_everything(seed, numerics)
 
@@ -164,6 +162,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
 
             kwargs.update({name: read(path) for name, path in stage.deps.items()})
             kwargs.update({name: {key: read(path) for key, path in paths.items()} for name, paths in stage.gathers.items()})
+            _log_inputs(record, project, stage, kwargs, dep_md5)
             t_call = time.perf_counter()
             result = fn(**kwargs)
             out_md5 = _write_outputs(root, stage, result)
@@ -190,6 +189,8 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
                         | tracking.environment())
         record.log_metrics({"paperdag.stage_seconds": elapsed})
         for a in stage.outputs.values():
+            record.log_dataset(a.path, out_md5[a.path], "output", a.type, a.kind, artifacts.describe(a.type, result[a.name]))
+        for a in stage.outputs.values():
             if a.kind == "metric":
                 record.log_metrics(artifacts.read("json", root / a.path))
             if a.kind in ("metric", "plot"):
@@ -199,6 +200,31 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         records.start_drainer(root)
     _say(f"{address}: done: stage {elapsed:.1f} s, {time.perf_counter() - t0:.1f} s in all (run record {record.id})")
     return out_md5
+
+
+def _dep_md5s(root: Path, project: Project, params: dict[str, Any], stage: Stage, record: Any) -> dict[str, str]:
+    """Tag the run with the md5 of every dep dvc.yaml declares (code, inputs, path params' files), hashed as DVC
+    hashes it; return the data deps' (inputs and path params' files) by path."""
+    from paperdag.engine import tracking
+    from paperdag.engine.render import param_files
+
+    md5 = {path: dvc_md5(root / path) for path in dvc_deps(project, params, stage) if (root / path).exists()}
+    record.set_tags({f"{tracking.DEP_TAG}{p}": m for p, m in md5.items()})
+    data = set(stage.dep_paths) | set(param_files(params, stage))
+    return {p: m for p, m in md5.items() if p in data}
+
+
+def _log_inputs(record: Any, project: Project, stage: Stage, kwargs: dict[str, Any], dep_md5: dict[str, str]) -> None:
+    """Every data dep as a dataset of the run: another stage's output ("input", described from the value read) or a
+    file a path param names ("source")."""
+    values = {path: kwargs[name] for name, path in stage.deps.items()}
+    values |= {path: kwargs[name][key] for name, paths in stage.gathers.items() for key, path in paths.items()}
+    for path, md5 in dep_md5.items():
+        if path in values:
+            a = project.producers[path].output_at(path)
+            record.log_dataset(path, md5, "input", a.type, a.kind, artifacts.describe(a.type, values[path]))
+        else:
+            record.log_dataset(path, md5, "source", Path(path).suffix.lstrip(".") or "dir", "source", {})
 
 
 def _refuse_beside_a_run(root: Path) -> None:

@@ -1,7 +1,8 @@
 """MLflow tracking: one run per stage execution (experiment = pipeline), nested under a parent run per flow.
 
-Lineage lives in tags: git commit and dirty flag, the md5 of every dep and out (as DVC computes them),
-the Prefect flow-run id when there is one, and the environment (python, packages, threads, CPU).
+Lineage lives in tags: git commit and dirty flag, the md5 of every dep (data and code) and out (as DVC computes them),
+the Prefect flow-run id when there is one, and the environment (python, packages, threads, CPU). Data inputs and
+outputs are also the run's MLflow datasets (records._log), so MLflow's own UI shows them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ DEP_TAG, OUT_TAG = "paperdag.dep.", "paperdag.out."
 # audit compare it with dvc.lock's `params:` entry (the MLflow params are the stage's dataclass fields instead)
 PARAMS_TAG = "paperdag.params"
 OWN_FILES = ("dvc.lock", "paperdag.lock")
+CODE_DIRS = ("stages/", "src/", "pipelines/")  # a dep under these is code (the stage's instrument), not data
 
 
 def canonical_json(value: Any) -> str:
