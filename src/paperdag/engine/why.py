@@ -10,16 +10,18 @@ stale stage are kept apart from those with a cause of their own.
 from __future__ import annotations
 
 import json
+import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from paperdag.engine import dvc
-from paperdag.engine.codedeps import CodeIndex
 from paperdag.engine.errors import PaperdagError
+from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.numerics import KEY as NUMERICS_KEY
 from paperdag.engine.params import PARAMS_FILE, load_params, lookup
-from paperdag.engine.render import DVC_YAML, render_text, stage_entry
+from paperdag.engine.render import DVC_YAML, render_text
 from paperdag.engine.spec import Project, Stage, load_project, param_paths
 
 
@@ -91,22 +93,26 @@ def resolve(project: Project, target: str | None) -> list[Stage]:
 
 def explain(root: Path, target: str | None = None) -> Explanation:
     """Why each stale stage among `target` (and the stages it reads from) is stale."""
-    project = load_project(root)
-    wanted = resolve(project, target)
-    keep = {a for s in wanted for a in project.graph.ancestors(s.address)} | {s.address for s in wanted}
-    scope = [s for s in project.order() if s.address in keep]
-    status = dvc.status(project.root)
-    lock = dvc.lock(project.root).get("stages") or {}
-    params = load_params(project.root)
+    with ThreadPoolExecutor(1) as pool:  # DVC's status runs in its own process meanwhile
+        pending = pool.submit(dvc.status, Path(root))
+        project = load_project(root)
+        wanted = resolve(project, target)
+        keep = {a for s in wanted for a in project.graph.ancestors(s.address)} | {s.address for s in wanted}
+        scope = [s for s in project.order() if s.address in keep]
+        lock = dvc.lock(project.root).get("stages") or {}
+        params = load_params(project.root)
+        dvc_yaml = project.root / DVC_YAML
+        text = dvc_yaml.read_text() if dvc_yaml.exists() else ""
+        declared = (load_yaml(text) or {}).get("stages") or {}
+        notes = []
+        if render_text(project) != text:
+            notes.append("dvc.yaml is out of date with pipelines/ and the code's imports (DVC judges by the file on disk, "
+                         "and so does this answer): run `paperdag render`")
+        status = pending.result()
     changed = {s.address for s in project.order() if s.dvc_name in status}
     stale = set(changed)
     for a in changed:
         stale |= project.graph.descendants(a)
-    index = CodeIndex(project.root)
-    notes = []
-    if (project.root / DVC_YAML).exists() and render_text(project) != (project.root / DVC_YAML).read_text():
-        notes.append("dvc.yaml is out of date with pipelines/ and the code's imports: DVC judges by the file on disk; "
-                     "run `paperdag render`")
     out = []
     for s in scope:
         if s.address not in stale:
@@ -114,16 +120,47 @@ def explain(root: Path, target: str | None = None) -> Explanation:
         upstream = sorted({project.producers[p].address for p in s.dep_paths} & stale)
         reasons: list[Reason] = []
         if s.dvc_name in status:
-            entry = stage_entry(project, params, s, index)
-            reasons = _own_reasons(project, s, status[s.dvc_name], lock.get(s.dvc_name), entry, params, stale)
+            entry = _declared(declared, s)
+            if entry is None:
+                reasons = [Reason("other", "not in dvc.yaml: run `paperdag render`")]
+            else:
+                reasons = _own_reasons(project, s, status[s.dvc_name], lock.get(s.dvc_name), entry, params, stale)
         named = {r.path for r in reasons if r.kind == "input"}
         for p in s.dep_paths:
             producer = project.producers[p].address
             if producer in stale and p not in named:
-                reasons.append(Reason("input", f"input {p} will change: upstream {producer} is stale", p, producer))
+                reasons.append(Reason("input", f"input {p} may change: upstream {producer} is stale", p, producer))
         own = any(not (r.kind == "input" and r.upstream in stale) for r in reasons)
         out.append(Staleness(s.address, s.dvc_name, own, reasons, upstream))
     return Explanation(target, out, [s.address for s in scope], notes)
+
+
+_ITEM = re.compile(r"\$\{item\.([^}]*)\}")
+
+
+def _declared(stages: dict[str, Any], s: Stage) -> dict[str, Any] | None:
+    """The stage's dvc.yaml entry as DVC reads it, deps, params and outs as plain lists (a matrix element's
+    `${item.*}` filled in); None when dvc.yaml lacks it."""
+    entry = stages.get(s.dvc_name)
+    if entry is None and s.item:
+        entry = stages.get(s.dvc_name.partition("@")[0])
+        if not isinstance(entry, dict) or "matrix" not in entry:
+            return None
+        entry = _fill(entry, s.item)
+    if not isinstance(entry, dict):
+        return None
+    name = lambda x: x if isinstance(x, str) else next(iter(x))  # noqa: E731  (a path, or {path: options})
+    keys = [k for p in entry.get("params") or [] for k in ([p] if isinstance(p, str) else p.get(PARAMS_FILE) or [])]
+    return {"cmd": entry.get("cmd", ""), "deps": [name(d) for d in entry.get("deps") or []], "params": keys,
+            "outs": [name(o) for section in ("outs", "metrics", "plots") for o in entry.get(section) or []]}
+
+
+def _fill(doc: Any, item: dict[str, Any]) -> Any:
+    if isinstance(doc, dict):
+        return {_fill(k, item): _fill(v, item) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_fill(v, item) for v in doc]
+    return _ITEM.sub(lambda m: str(item.get(m.group(1), m.group(0))), doc) if isinstance(doc, str) else doc
 
 
 def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None, entry: dict[str, Any],
@@ -133,7 +170,7 @@ def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None,
         return [Reason("never_run", "never run: dvc.lock has no record of it")]
     locked_deps = {d["path"]: d for d in locked.get("deps") or []}
     locked_outs = {o["path"] for o in locked.get("outs") or []}
-    outs = [next(iter(o)) for section in ("outs", "metrics", "plots") for o in entry.get(section, [])]
+    outs = entry["outs"]
     reasons: list[Reason] = []
     params_changed = False
     for item in changes:
@@ -156,8 +193,8 @@ def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None,
             else:
                 reasons.append(Reason("other", f"{section}: {json.dumps(paths)}"))
     if params_changed:
-        reasons += _param_reasons((locked.get("params") or {}).get(PARAMS_FILE) or {}, entry.get("params", []), params)
-    for path in sorted(set(locked_deps) - set(entry.get("deps", []))):
+        reasons += _param_reasons((locked.get("params") or {}).get(PARAMS_FILE) or {}, entry["params"], params)
+    for path in sorted(set(locked_deps) - set(entry["deps"])):
         reasons.append(Reason("dep", f"dep {path} removed (dvc.lock still records it)", path))
     for path in sorted(locked_outs - set(outs)):
         reasons.append(Reason("out", f"output {path} no longer declared (dvc.lock still records it)", path))
@@ -174,7 +211,7 @@ def _dep_reason(project: Project, s: Stage, path: str, state: str, locked: bool,
         if not locked:
             return Reason("input", f"new input {path} (from {up})", path, up)
         if up in stale:
-            verb = "missing" if state == "deleted" else "will change"
+            verb = "missing" if state == "deleted" else "may change"
             return Reason("input", f"input {path} {verb}: upstream {up} is stale", path, up)
         if state == "deleted":
             return Reason("input", f"input {path} missing though {up} is up to date (`dvc checkout {path}` restores it)",
