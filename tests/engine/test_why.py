@@ -79,6 +79,7 @@ def test_a_numerics_change_is_named_as_such(built_toy: Path) -> None:
     for s in e.stages:
         assert texts(e, s.stage)[0] == "numerics portable -> native (params.yaml `base.numerics.mode`)"
     assert texts(e, "toy:make") == ["numerics portable -> native (params.yaml `base.numerics.mode`)"]
+    assert any("numerics is native" in n for n in e.notes)
 
 
 def test_a_stage_never_run(toy: Path) -> None:

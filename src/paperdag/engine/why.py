@@ -77,13 +77,8 @@ def resolve(project: Project, target: str | None) -> list[Stage]:
               or s.address.startswith(target + "@")]
     if by_dvc:
         return by_dvc
-    path = Path(target)
-    if path.is_absolute():
-        try:
-            path = path.resolve().relative_to(project.root)
-        except ValueError:
-            raise PaperdagError(f"why: {target} is outside the project at {project.root}") from None
-    rel = path.as_posix().rstrip("/")
+    here = (Path.cwd() / target).resolve()  # a path as the shell gives it (absolute, or from the current directory)
+    rel = (here.relative_to(project.root) if here.is_relative_to(project.root) else Path(target)).as_posix().rstrip("/")
     for out, stage in project.producers.items():
         if rel == out or rel.startswith(out + "/"):
             return [stage]
@@ -108,6 +103,9 @@ def explain(root: Path, target: str | None = None) -> Explanation:
         if render_text(project) != text:
             notes.append("dvc.yaml is out of date with pipelines/ and the code's imports (DVC judges by the file on disk, "
                          "and so does this answer): run `paperdag render`")
+        if (params.get("base", {}).get("numerics") or {}).get("mode") == "native":
+            notes.append("numerics is native (params.yaml `base.numerics.mode`): the kernels are the machine's, so the "
+                         "bits depend on the CPU, which no stage lists: another machine does not make a stage stale")
         status = pending.result()
     changed = {s.address for s in project.order() if s.dvc_name in status}
     stale = set(changed)
@@ -149,10 +147,14 @@ def _declared(stages: dict[str, Any], s: Stage) -> dict[str, Any] | None:
         entry = _fill(entry, s.item)
     if not isinstance(entry, dict):
         return None
-    name = lambda x: x if isinstance(x, str) else next(iter(x))  # noqa: E731  (a path, or {path: options})
     keys = [k for p in entry.get("params") or [] for k in ([p] if isinstance(p, str) else p.get(PARAMS_FILE) or [])]
-    return {"cmd": entry.get("cmd", ""), "deps": [name(d) for d in entry.get("deps") or []], "params": keys,
-            "outs": [name(o) for section in ("outs", "metrics", "plots") for o in entry.get(section) or []]}
+    return {"cmd": entry.get("cmd", ""), "deps": [_path(d) for d in entry.get("deps") or []], "params": keys,
+            "outs": [_path(o) for section in ("outs", "metrics", "plots") for o in entry.get(section) or []]}
+
+
+def _path(item: str | dict[str, Any]) -> str:
+    """A dvc.yaml dep or out: a path, or {path: options}."""
+    return item if isinstance(item, str) else next(iter(item))
 
 
 def _fill(doc: Any, item: dict[str, Any]) -> Any:
@@ -170,7 +172,6 @@ def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None,
         return [Reason("never_run", "never run: dvc.lock has no record of it")]
     locked_deps = {d["path"]: d for d in locked.get("deps") or []}
     locked_outs = {o["path"] for o in locked.get("outs") or []}
-    outs = entry["outs"]
     reasons: list[Reason] = []
     params_changed = False
     for item in changes:
@@ -196,7 +197,7 @@ def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None,
         reasons += _param_reasons((locked.get("params") or {}).get(PARAMS_FILE) or {}, entry["params"], params)
     for path in sorted(set(locked_deps) - set(entry["deps"])):
         reasons.append(Reason("dep", f"dep {path} removed (dvc.lock still records it)", path))
-    for path in sorted(locked_outs - set(outs)):
+    for path in sorted(locked_outs - set(entry["outs"])):
         reasons.append(Reason("out", f"output {path} no longer declared (dvc.lock still records it)", path))
     if not reasons:
         reasons.append(Reason("other", f"dvc status: {json.dumps(changes)}"))
@@ -209,7 +210,7 @@ def _dep_reason(project: Project, s: Stage, path: str, state: str, locked: bool,
     if producer is not None:
         up = producer.address
         if not locked:
-            return Reason("input", f"new input {path} (from {up})", path, up)
+            return Reason("dep", f"new input {path} (from {up}; dvc.lock does not record it)", path, up)
         if up in stale:
             verb = "missing" if state == "deleted" else "may change"
             return Reason("input", f"input {path} {verb}: upstream {up} is stale", path, up)
@@ -224,8 +225,7 @@ def _dep_reason(project: Project, s: Stage, path: str, state: str, locked: bool,
     elif path.endswith(".yaml") and path.startswith("pipelines/"):
         what, kind = f"declaration `{path}`", "code"
     else:
-        is_dir = (project.root / path).is_dir()
-        what, kind = f"code `{path}{'/' if is_dir else ''}`", "code"
+        what, kind = f"code `{path}{'/' if (project.root / path).is_dir() else ''}`", "code"
     if not locked:
         return Reason(kind, f"new dep: {what} (dvc.lock does not record it)", path)
     if state == "deleted":
