@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
+from paperdag.methods.rap.figures import pdms_per_arm, rollout_strip
 from paperdag.methods.rap import Perturbation, cross_agent_candidates, ego_progress, future_in_frame, l2_at, pdm_score, recovery_sample
+from paperdag.sim.driving.figures import views_figure
 from paperdag.sim.driving import (
     A,
     V,
     Camera,
     Scenario,
     ScenarioConfig,
-    bev_view,
     drive,
     log_expert,
     make_scenario,
@@ -115,7 +115,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     return {"scenarios": pl.DataFrame(_scenario_rows(scenarios, "", 0)).with_columns(pl.Series("split", splits)),
             "frames": pl.DataFrame(rows), "ego_log": np.stack(egos), "agent_log": np.stack(agents),
             "real": np.stack(real), "raster": np.stack(raster), "synth_stats": stats,
-            "views": _views_plot(scenarios[0], egos[0], agents[0], cam, rng, every)}
+            "views": views_figure(scenarios[0], egos[0], agents[0], cam, rng, every)}
 
 
 def _raster_fps(sc: Scenario, ego_log: np.ndarray, agent_log: np.ndarray, frames: int) -> float:
@@ -126,24 +126,6 @@ def _raster_fps(sc: Scenario, ego_log: np.ndarray, agent_log: np.ndarray, frames
     for t in steps:
         raster_view(road, agent_log[t], ego_log[t], cam)
     return frames / (time.perf_counter() - t0)
-
-
-def _views_plot(sc: Scenario, ego_log: np.ndarray, agent_log: np.ndarray, cam: Camera, rng: np.random.Generator, every: int) -> Figure:
-    """Side by side for a few moments of one log: the real camera, the raster of the same scene, the BEV raster."""
-    road, big = sc.road(), Camera(64, 128)
-    moments = [0, 10 * every, 20 * every]
-    moments = [t for t in moments if t < len(ego_log)]
-    fig = Figure(figsize=(9, 1.6 * len(moments) + 0.4), layout="constrained")
-    axes = fig.subplots(len(moments), 4, squeeze=False, width_ratios=[2, 2, 2, 1])
-    for row, t in zip(axes, moments):
-        images = [real_view(road, agent_log[t], ego_log[t], cam, rng), raster_view(road, agent_log[t], ego_log[t], cam),
-                  raster_view(road, agent_log[t], ego_log[t], big), bev_view(road, agent_log[t], ego_log[t])]
-        for ax, image, title in zip(row, images, (f"real {cam.height}x{cam.width} (t={t * 0.1:.0f} s)", "raster (training size)",
-                                                  "raster 64x128", "BEV raster")):
-            ax.imshow(image, interpolation="nearest")
-            ax.set_title(title, fontsize=8)
-            ax.axis("off")
-    return fig
 
 
 # ---------------------------------------------------------------- augment
@@ -334,7 +316,7 @@ def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFra
     stats = {"episodes": len(rows), "test_scenarios": len(held_out), "seconds": time.perf_counter() - start}
     road = held_out[0].road()
     return {"rollouts": pl.DataFrame(rows), "open_loop": pl.DataFrame(open_loop), "sim_stats": stats,
-            "rollout_strip": _strip_plot(road, expert[0], strip_episodes, p.strip_arm, p.dt, p.replan_every)}
+            "rollout_strip": rollout_strip(road, expert[0], strip_episodes, p.strip_arm, p.dt, p.replan_every)}
 
 
 def _episode_rows(arm: str, replicate: int, ids: list[int], episodes: list, reference: list[float]) -> list[dict]:
@@ -346,34 +328,6 @@ def _episode_rows(arm: str, replicate: int, ids: list[int], episodes: list, refe
                      "PDMS": 100 * pdm_score(nc, dac, ttc, ep, c), "collision": e.collision, "off_road": e.off_road,
                      "route_completion": e.route_completion, "progress": e.progress})
     return rows
-
-
-def _strip_plot(road, expert, episodes: dict, strip_arm: str, dt: float, replan_every: int) -> Figure:
-    """One held-out roll-out as an image strip: the real frames the strip arm's planner saw, every 2 s, and the
-    paths of the expert, IL-on-real and the strip arm on the road."""
-    shown = episodes.get(strip_arm)
-    frames = shown.frames[:: max(1, round(2.0 / (dt * replan_every)))][:6] if shown else []
-    fig = Figure(figsize=(2.0 * max(1, len(frames)) + 3.5, 2.4), layout="constrained")
-    axes = fig.subplots(1, len(frames) + 1, squeeze=False, width_ratios=[1] * len(frames) + [1.6])[0]
-    for k, (ax, image) in enumerate(zip(axes, frames)):
-        ax.imshow(image, interpolation="nearest")
-        ax.set_title(f"{strip_arm} t={2 * k} s", fontsize=8)
-        ax.axis("off")
-    ax = axes[-1]
-    s = road.s[road.s <= max(shown.progress if shown else 0, expert.progress) + 60]
-    for d in (-road.half_width, road.half_width):
-        x, y, _ = road.pose(s, d)
-        ax.plot(x, y, color="0.4", linewidth=1)
-    ax.plot(expert.trajectory[:, 0], expert.trajectory[:, 1], color="black", linestyle="--", linewidth=1, label="expert")
-    for arm, color in (("il_real", "tab:orange"), (strip_arm, "tab:blue")):
-        if arm in episodes:
-            e = episodes[arm]
-            end = " x collision" if e.collision else " x off-road" if e.off_road else ""
-            ax.plot(e.trajectory[:, 0], e.trajectory[:, 1], color=color, linewidth=1.5, label=f"{arm}{end}")
-    ax.set_aspect("equal")
-    ax.legend(fontsize=6)
-    ax.set_title("paths (m)", fontsize=8)
-    return fig
 
 
 # ---------------------------------------------------------------- evaluate
@@ -437,21 +391,4 @@ def evaluate(params: EvaluateParams, rollouts: pl.DataFrame, open_loop: pl.DataF
         "test_scenarios": sim_stats["test_scenarios"],
         "units": "PDMS in points (0-100), mean over held-out scenarios per replicate, then mean and sample std over replicates",
     }
-    return {"metrics": {"headline": headline, "table": table}, "pdms_per_arm": _pdms_plot(table, per_rep)}
-
-
-def _pdms_plot(table: list[dict], per_rep: pl.DataFrame) -> Figure:
-    fig = Figure(figsize=(7, 3.4), layout="constrained")
-    ax = fig.subplots()
-    arms = [r["arm"] for r in table]
-    ax.bar(range(len(arms)), [r["PDMS"] for r in table], yerr=[r.get("PDMS_std", 0.0) for r in table], capsize=4,
-           color=["0.6"] + ["tab:blue"] * (len(arms) - 1), alpha=0.8)
-    for i, arm in enumerate(arms):
-        vals = per_rep.filter(pl.col("arm") == arm)["PDMS"].to_numpy()
-        ax.scatter(np.full(len(vals), i), vals, color="black", s=10, zorder=3)
-    ax.set_xticks(range(len(arms)), arms, fontsize=8)
-    ax.set_ylabel("closed-loop PDMS (0-100)")
-    ax.set_ylim(0, 105)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_title("PDMS per arm on held-out scenarios (bar: mean over replicates, dots: replicates)", fontsize=9, loc="left")
-    return fig
+    return {"metrics": {"headline": headline, "table": table}, "pdms_per_arm": pdms_per_arm(table, per_rep)}

@@ -105,9 +105,11 @@ def test_dvc_md5_of_a_directory(tmp_path: Path) -> None:
 
 
 def test_code_deps_follow_imports_but_not_the_engine() -> None:
-    """mfc's stages depend on stages/mfc.py and the mfc method package, never on the engine."""
-    deps = code_deps(REPO, "stages/mfc.py")
-    assert deps[0] == "stages/mfc.py" and "src/paperdag/methods/mfc" in deps
+    """mfc's stages depend on stages/mfc.py and the mfc method's modules, never on the engine; the toy's `make` does
+    not use the toy method package, `square` does."""
+    deps = code_deps(REPO, "stages/mfc.py", "train")
+    assert deps[0] == "stages/mfc.py" and "src/paperdag/methods/mfc/__init__.py" in deps
     assert not any("engine" in d for d in deps)
     toy = REPO / "tests" / "resources" / "toy"
-    assert code_deps(toy, "stages/toy.py") == ["stages/toy.py", "src/paperdag/methods/toy"]
+    assert code_deps(toy, "stages/toy.py", "square") == ["stages/toy.py", "src/paperdag/methods/toy/__init__.py"]
+    assert code_deps(toy, "stages/toy.py", "make") == ["stages/toy.py"]

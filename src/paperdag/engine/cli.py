@@ -72,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     to.add_argument("--openlineage", metavar="FILE", help="OpenLineage RunEvents, START and COMPLETE per stage, one JSON a line")
     ex.add_argument("--pipeline", help="only this pipeline's stages")
     sub.add_parser("list", help="pipelines and stages, stale or up to date")
+    w = sub.add_parser("why", help="why stages are stale: changed params (old -> new), code, inputs and their upstream stage")
+    w.add_argument("target", nargs="?", metavar="PIPELINE|STAGE|ARTIFACT",
+                   help="a pipeline, pipeline:stage, a dvc.yaml stage name or an output path (default: every stage)")
+    w.add_argument("--json", action="store_true")
+    w.add_argument("--check", action="store_true", help="exit 1 when anything is stale (for CI)")
     rep = sub.add_parser("report", help="write report/index.html and report/README.md")
     rep.add_argument("--out", default="report")
     return p
@@ -222,6 +227,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         print(format_status(status(root)))
         return 0
+    if args.command == "why":
+        from paperdag.engine import why
+
+        explanation = why.explain(root, args.target)
+        print(json.dumps(why.as_json(explanation), indent=2, default=str) if args.json else why.format_text(explanation))
+        return 1 if args.check and explanation.stale else 0
     if args.command == "report":
         from paperdag.engine.report import summary, write_report
 
