@@ -199,15 +199,15 @@ def _run_link(runs: list[dict[str, Any]], md5: str, locked_out: dict[str, Any]) 
         a, b = list(params.values())[:2]
         return _link("run", "broken", f"{len(runs)} runs wrote it with different params: run {a['run_id'][:8]} vs "
                                       f"{b['run_id'][:8]}: {_params_diff(a['tags'][PARAMS_TAG], b['tags'][PARAMS_TAG])}")
-    code = {}
-    for r in runs:
-        code.setdefault(canonical_json(_code(r, locked_out)), r)
-    if len(code) > 1:
-        (x, a), (y, b) = list(code.items())[:2]
-        ca, cb = json.loads(x), json.loads(y)
-        differ = sorted(k for k in set(ca) | set(cb) if ca.get(k) != cb.get(k))
-        return _link("run", "broken", f"{len(runs)} runs wrote it with different code: run {a['run_id'][:8]} vs "
-                                      f"{b['run_id'][:8]} read {', '.join(differ[:3])} at other md5s")
+    # code: a file both runs read at different md5s (a run logged before runs tagged every code dep, or when code
+    # deps were whole packages, recorded other paths: those cannot disagree)
+    newest = _code(runs[0], locked_out)
+    for r in runs[1:]:
+        other = _code(r, locked_out)
+        differ = sorted(k for k in set(newest) & set(other) if newest[k] != other[k])
+        if differ:
+            return _link("run", "broken", f"{len(runs)} runs wrote it with different code: run {runs[0]['run_id'][:8]} "
+                                          f"vs {r['run_id'][:8]} read {', '.join(differ[:3])} at other md5s")
     more = f" ({len(runs)} runs agree)" if len(runs) > 1 else ""
     return _link("run", "ok", f"run {runs[0]['run_id'][:12]}{more}")
 
