@@ -238,3 +238,16 @@ def dvc_md5_without_ignore(d: Path) -> str:
     entries = sorted(({"md5": file_md5(p), "relpath": p.relative_to(d).as_posix()} for p in d.rglob("*") if p.is_file()),
                      key=lambda e: e["relpath"])
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
+
+
+def test_runs_that_wrote_the_same_bytes_disagree_on_code_only_where_both_read_a_file() -> None:
+    """Two runs that wrote one md5: a code file both read at different md5s breaks the run link; a file only one of
+    them recorded (an older run, tagged before every code dep was) does not."""
+    from paperdag.engine.audit import _run_link
+
+    def run(rid: str, **code: str) -> dict:
+        return {"run_id": rid, "tags": {f"paperdag.dep.src/paperdag/methods/m/{k}.py": v for k, v in code.items()}}
+
+    assert _run_link([run("new", a="1", b="2"), run("old", a="1")], "f" * 32, {})["status"] == "ok"
+    broken = _run_link([run("new", a="1", b="2"), run("old", a="1", b="3")], "f" * 32, {})
+    assert broken["status"] == "broken" and "src/paperdag/methods/m/b.py" in broken["detail"]
