@@ -251,3 +251,18 @@ def test_runs_that_wrote_the_same_bytes_disagree_on_code_only_where_both_read_a_
     assert _run_link([run("new", a="1", b="2"), run("old", a="1")], "f" * 32, {})["status"] == "ok"
     broken = _run_link([run("new", a="1", b="2"), run("old", a="1", b="3")], "f" * 32, {})
     assert broken["status"] == "broken" and "src/paperdag/methods/m/b.py" in broken["detail"]
+
+
+def test_a_float_reads_back_from_dvc_lock_as_params_yaml_gives_it() -> None:
+    """DVC (ruamel.yaml) writes 0.00001 into dvc.lock as `1e-05`, which YAML 1.1 (PyYAML) reads as a string: the
+    engine reads YAML 1.2 floats, so a run's params equal dvc.lock's (milco's lambda_d broke the params link)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    from paperdag.engine.fsutil import load_yaml
+
+    buf = io.StringIO()
+    YAML().dump({"lambda_d": 0.00001, "lr": 1.0e-3, "n": 7, "name": "1e-05 as text"}, buf)
+    assert "1e-05" in buf.getvalue()
+    assert load_yaml(buf.getvalue()) == {"lambda_d": 0.00001, "lr": 0.001, "n": 7, "name": "1e-05 as text"}

@@ -113,8 +113,27 @@ def _ignore_spec(root: Path) -> Callable[[Path], bool]:
     return lambda p: spec.match_file(p.relative_to(root).as_posix())
 
 
-def load_yaml(text: str) -> Any:
-    """yaml.safe_load with libyaml's C parser when PyYAML has it (5-10x the pure-Python one)."""
+@functools.lru_cache(maxsize=1)
+def _yaml_loader() -> Any:
+    """PyYAML's safe loader (libyaml's C parser when PyYAML has it: 5-10x the pure-Python one) that reads floats as
+    YAML 1.2 does, as DVC (ruamel.yaml) does: `1e-05`, which DVC writes into dvc.lock for 0.00001, is a float, not
+    the string YAML 1.1 makes of it. Without this a value read from dvc.lock would differ from params.yaml's."""
+    import re
+
     import yaml
 
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"))
+    return Loader
+
+
+def load_yaml(text: str) -> Any:
+    """yaml.safe_load, with YAML 1.2's floats (see _yaml_loader)."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())

@@ -165,7 +165,7 @@ def set_params(root: Path, assignments: list[str], check: Callable[[dict[str, An
         key, sep, raw = assignment.partition("=")
         if not sep:
             raise SpecError("--set", assignment, "expected key=value")
-        new = yaml.safe_load(raw)
+        new = load_yaml(raw)
         try:
             old = lookup(doc, key)
         except KeyError:
@@ -187,6 +187,6 @@ def set_params(root: Path, assignments: list[str], check: Callable[[dict[str, An
     buf = io.StringIO()
     rt.dump(doc, buf)
     if check is not None:
-        check(yaml.safe_load(buf.getvalue()))
+        check(load_yaml(buf.getvalue()))
     atomic_write_text(path, buf.getvalue())
     return changes
