@@ -130,23 +130,3 @@ def test_model_path_loads_a_local_checkpoint_instead_of_training(chained: dict) 
     assert again["train_stats"]["closed_book_recall"] == chained["train"]["train_stats"]["closed_book_recall"]
     assert again["train_stats"]["model"] == str(chained["model_dir"])
 
-
-def test_params_are_refused_at_load_naming_their_key() -> None:
-    """A mixture key that is not a training kind, heads that do not divide the width, a conflict rule that does
-    not exist, an alpha sweep without its ends: each refused when the engine builds the params (before any stage
-    work), naming the params.yaml key at fault; the shipped values build."""
-    from paperdag.engine.errors import SpecError
-    from paperdag.engine.params import build, collect
-
-    doc = yaml.safe_load((ROOT / "params.yaml").read_text())
-    for key, cls in (("ckplug.train", ckplug.TrainParams), ("ckplug.infer", ckplug.InferParams)):
-        build(cls, collect(doc, (key,)), 1, "ckplug:x", {"replicate": 0})
-    bad = {"ckplug.train.mixture": ("mixture", {"closed_book": 1.0, "quiz": 0.5}, ckplug.TrainParams),
-           "ckplug.train.hidden_size": ("hidden_size", 30, ckplug.TrainParams),
-           "ckplug.infer.conflict_rule": ("conflict_rule", "papers", ckplug.InferParams),
-           "ckplug.infer.alphas": ("alphas", [0.0, 0.5], ckplug.InferParams)}
-    for key, (field, value, cls) in bad.items():
-        section = yaml.safe_load((ROOT / "params.yaml").read_text())
-        section["ckplug"][key.split(".")[1]][field] = value
-        with pytest.raises(SpecError, match=key.replace(".", r"\.")):
-            build(cls, collect(section, (key.rsplit(".", 1)[0],)), 1, "ckplug:x", {"replicate": 0})
