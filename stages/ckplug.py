@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from matplotlib.figure import Figure
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from paperdag.engine.params import Fraction, PositiveFraction
-from paperdag.figures import decorate, loss_curves, mean_band, panels, reference_lines
+from paperdag.figures import loss_curves, panels
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.ckplug import ConflictRule, Kind, WorldSizes, build, headline, interval_table, replicate_numbers
-from paperdag.stats import interval
+from paperdag.methods.ckplug import ConflictRule, Kind, WorldSizes, build, headline, interval_table, mr_vs_alpha, replicate_numbers
 
 # The tiny LM, generation and the decoding rules need torch and transformers: they are imported inside the functions
 # that use them, so that importing this module (every ckplug stage process does) stays cheap for synthesize and
@@ -143,22 +141,4 @@ def evaluate(params: EvaluateParams, train_stats: dict[str, dict], predictions: 
             raise ValueError(f"evaluate: {name} replicates {sorted(gathered)} differ from predictions' {keys}")
     per = {k: replicate_numbers(train_stats[k]["closed_book_recall"], predictions[k], decode_stats[k]["runs"]) for k in keys}
     metrics = {"headline": headline(per), "table": interval_table(per), "replicates": per}
-    return {"metrics": metrics, "mr_vs_alpha": _mr_plot(per)}
-
-
-def _mr_plot(per: dict[str, dict]) -> Figure:
-    tables = [sorted((r for r in p["table"] if r["method"] == "ck-plug"), key=lambda r: r["alpha"]) for p in per.values()]
-    alphas, several = [r["alpha"] for r in tables[0]], len(tables) > 1
-    fig, (ax,) = panels(6.4, 3.8)
-    for column, colour, style, marker in (("MR", "tab:blue", "-", "o"), ("ConR", "tab:orange", ":", "."), ("ParR", "tab:green", ":", ".")):
-        stats = [interval([t[i][column] for t in tables]) for i in range(len(alphas))]
-        mean_band(ax, alphas, [s["mean"] for s in stats], low=[s["ci95_low"] for s in stats] if several else None,
-                  high=[s["ci95_high"] for s in stats], colour=colour, style=style, marker=marker, label=f"CK-PLUG {column} (mean)",
-                  band_alpha=0.12 if column == "MR" else 0.06, replicates=[[r["MR"] for r in t] for t in tables] if column == "MR" else ())
-    mr = {m: [next(r["MR"] for r in p["table"] if r["method"] == m) for p in per.values()] for m in ("rag", "cad", "ck-plug-adaptive")}
-    reference_lines(ax, {f"{m} MR (mean)": (sum(v) / len(v), colour, style) for (m, v), (colour, style)
-                         in zip(mr.items(), (("black", "--"), ("tab:red", "-."), ("tab:purple", ":")), strict=True)})
-    band = "band: 95 % t interval of the mean, thin lines: each replicate" if several else "one replicate: no interval"
-    decorate(ax, xlabel="alpha (0: trust context, 1: trust memory)", ylabel="percent (counterfactual set)", ylim=(-2, 102),
-             xticks=alphas, title=f"MR = ParR / (ParR + ConR) vs alpha, mean of {len(tables)} replicates\n({band})")
-    return fig
+    return {"metrics": metrics, "mr_vs_alpha": mr_vs_alpha(per)}

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Annotated
 
 import polars as pl
-from matplotlib.figure import Figure
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
-from paperdag.figures import tradeoff_panels
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.lookaheadkv import (METHODS, STYLE, Kind, encode, exact_match_grid, exact_match_table, headline, make_rows,
+from paperdag.methods.lookaheadkv import (Kind, accuracy_vs_budget, encode, exact_match_table, headline, make_rows,
                                           vocabulary_text)
 
 # torch and the code that needs it are imported inside the stage functions: importing this module stays cheap
@@ -187,11 +185,4 @@ def evaluate(params: EvaluateParams, train_stats: dict, lookahead_stats: dict, p
     table = exact_match_table(predictions)
     metrics = {"headline": headline(table, eviction_stats["runs"], params.small_budgets, lookahead_stats),
                "table": list(table.iter_rows(named=True)), "lm": {k: v for k, v in train_stats.items() if k != "loss"}}
-    return {"metrics": metrics, "accuracy_vs_budget": _plot(table)}
-
-
-def _plot(table: pl.DataFrame) -> Figure:
-    em, budgets, splits = exact_match_grid(table)
-    curves = {split: {m: [em[(split, m, b)] for b in budgets] for m in METHODS} for split in splits}
-    return tradeoff_panels(budgets, curves, ylabel="exact match (%)", xlabel="per-head budget C (tokens)", styles=STYLE,
-                           markersize=3, ylim=(-3, 103), log2_x=True)
+    return {"metrics": metrics, "accuracy_vs_budget": accuracy_vs_budget(table)}

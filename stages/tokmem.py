@@ -11,13 +11,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import polars as pl
-from matplotlib.figure import Figure
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
-from paperdag.figures import panels, tradeoff
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.tokmem import (LETTERS, METHODS, BaselineSettings, MemorySettings, headline, make_world, procedures_table,
-                                     score_table)
+from paperdag.methods.tokmem import (LETTERS, METHODS, BaselineSettings, MemorySettings, headline, make_world,
+                                     metric_vs_procedures, procedures_table, score_table)
 
 # torch, peft, the tiny LM, the memory bank and retrieval are imported inside the stage functions: importing this
 # module stays cheap (tests/engine/test_imports.py).
@@ -161,13 +159,5 @@ def evaluate(params: EvaluateParams, memory_predictions: pl.DataFrame, baseline_
     calls = memory_predictions.filter(pl.col("method") == "tokmem_calls")
     curve = {m: [r for r in table if r["method"] == m] for m in METHODS}
     metrics = {"headline": headline(table, calls, memory_stats, baseline_stats), "table": table}
-    return {"metrics": metrics, "em_vs_procedures": _plot(curve, "em", "exact match, all procedures so far (%)"),
-            "forgetting": _plot(curve, "em_round1", "exact match on round-1 procedures (%)")}
-
-
-def _plot(curve: dict[str, list[dict]], key: str, label: str) -> Figure:
-    fig, (ax,) = panels(6, 3.6)
-    x = [r["n_procedures"] for r in next(iter(curve.values()))]
-    tradeoff(ax, x, {m: [r[key] for r in rows] for m, rows in curve.items()}, xlabel="procedures added (memory rounds)",
-             ylabel=label, ylim=(-2, 102), title=f"tokmem: {label} vs number of procedures")
-    return fig
+    return {"metrics": metrics, "em_vs_procedures": metric_vs_procedures(curve, "em", "exact match, all procedures so far (%)"),
+            "forgetting": metric_vs_procedures(curve, "em_round1", "exact match on round-1 procedures (%)")}

@@ -32,6 +32,7 @@ def loss_curves(ax: Axes, curves: Mapping[str, Sequence[float]], *, ylabel: str 
         single = len(curves) == 1
         ax.plot(history, color=colour, alpha=0.25, linewidth=0.8, label="step loss" if single else f"{name} (step)")
         ax.plot(smooth, color=colour, linewidth=1.5, label=f"mean of {window}" if single else f"{name}, mean of {window}")
+    if any(curves.values()):
         ax.legend(fontsize=8)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)

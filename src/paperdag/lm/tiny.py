@@ -52,16 +52,8 @@ def build_or_load(
     return tiny_causal_lm(llama), tokenizer
 
 
-def fit_pools(
-    model: PreTrainedModel,
-    pools: Mapping[str, Sequence[Example]],
-    mixture: Mapping[str, float],
-    config: TinyLMConfig,
-    pad_id: int,
-    description: str,
-    steps: int | None = None,
-    seed: int | None = None,
-) -> TrainingReport:
+def fit_pools(model: PreTrainedModel, pools: Mapping[str, Sequence[Example]], mixture: Mapping[str, float], config: TinyLMConfig,
+              pad_id: int, description: str, steps: int | None = None, seed: int | None = None) -> TrainingReport:
     """fit_causal_lm with the config's optimiser settings (AdamW, warm-up, no weight decay): batches drawn from the
     pools by mixture weight, loss on the targets. `steps` and `seed` replace the config's (a curriculum phase)."""
     train = TrainConfig(steps=config.steps if steps is None else steps, lr=config.lr, warmup_steps=config.warmup_steps,

@@ -13,7 +13,8 @@ from paperdag._lazy import attach
 # each submodule is imported on first use of one of its names (eviction, lookahead, protocol and scores need
 # torch and transformers; data and metrics do not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "data": ["KINDS", "METHODS", "SPLITS", "STYLE", "Kind", "TaskSizes", "encode", "make_example", "make_rows", "vocabulary_text"],
+    "figures": ["STYLE", "accuracy_vs_budget"],
+    "data": ["KINDS", "METHODS", "SPLITS", "Kind", "TaskSizes", "encode", "make_example", "make_rows", "vocabulary_text"],
     "eviction": ["Prepared", "Setting", "decode", "evict", "prefill", "prepare"],
     "lookahead": ["LookaheadKV", "attach", "kl_per_layer_head", "lookahead_forward", "lookahead_loss", "normalised"],
     "metrics": ["cost", "exact_match_grid", "exact_match_table", "headline"],

@@ -22,9 +22,6 @@ Kind = Literal["question_after", "question_before", "two_hop", "drill"]  # an LM
 KINDS: tuple[str, ...] = get_args(Kind)
 # the eviction methods compared (eviction.prepare runs each); here, without torch, for the stages that only read results
 METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
-# each method's (colour, line style) in figures
-STYLE = {"full": ("black", "--"), "streaming": ("tab:gray", ":"), "h2o": ("tab:green", "-"), "snapkv": ("tab:orange", "-"),
-         "draft": ("tab:purple", "-"), "lookahead": ("tab:blue", "-"), "oracle": ("tab:red", ":")}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from paperdag._lazy import attach
 # each submodule is imported on first use of one of its names (memory and protocol need torch and transformers;
 # data and metrics do not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
+    "figures": ["metric_vs_procedures"],
     "data": ["LETTERS", "RULES", "SPLITS", "Procedure", "atomic_examples", "call_examples", "call_text",
              "described_prompt", "make_procedures", "make_world", "procedures_from", "procedures_table", "query_prompt", "response",
              "spaced"],
