@@ -1,9 +1,9 @@
 """Glue between the paperdag engine and the ckplug method: synthesize -> train (x replicate) -> infer (x replicate)
 -> evaluate (gathers every replicate).
 
-The decoding rule and the metrics live in paperdag.methods.ckplug; the tiny LM, its tokenizer, generation and the
-fact world in paperdag.lm; intervals and paired differences over replicates in paperdag.stats. These functions turn
-tables into prompts, prompts into predictions, predictions into metrics.
+The decoding rules, the comparison protocol, the metrics and the figure live in paperdag.methods.ckplug; the tiny
+LM's lifecycle, generation and the fact world in paperdag.lm; intervals over replicates in paperdag.stats. These
+functions read inputs, call them and return their outputs.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from paperdag.figures import loss_curves, panels
 from paperdag.lm import TinyLMConfig
 from paperdag.methods.ckplug import ConflictRule, Kind, WorldSizes, build, headline, interval_table, mr_vs_alpha, replicate_numbers
 
-# The tiny LM, generation and the decoding rules need torch and transformers: they are imported inside the functions
-# that use them, so that importing this module (every ckplug stage process does) stays cheap for synthesize and
-# evaluate (tests/engine/test_imports.py).
+# torch and the code that needs it are imported inside the stage functions: importing this module stays cheap
+# (tests/engine/test_imports.py).
 
 # ---------------------------------------------------------------- synthesize
 
