@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import Field, PositiveInt
@@ -201,3 +201,19 @@ def test_lm_pipeline_params_are_refused_at_load_naming_their_key(pipeline: str, 
         build(cls, collect(params, (f"{pipeline}.{stage}",)), seed=1, stage=f"{pipeline}:{stage}", item=item)
     named = {"pairs": "min_train_pairs", "num_kv_heads": "num_heads"}.get(field, field)  # cross-field: the field checked
     assert e.value.file == "params.yaml" and e.value.key.startswith(f"{pipeline}.{stage}.{named}"), e.value
+
+
+@dataclass(frozen=True)
+class Mixture:
+    weights: dict[Literal["a", "b"], Annotated[float, Field(ge=0)]]
+
+
+def test_a_refused_mapping_key_is_named_as_a_key() -> None:
+    """A mapping key outside its Literal choices is reported on the dotted key of that entry, as a key with the
+    choices; a refused value of an allowed key as that value."""
+    with pytest.raises(SpecError) as e:
+        build(Mixture, collect({"m": {"weights": {"a": 1.0, "c": 2.0}}}, ("m",)), seed=1, stage="m:s")
+    assert e.value.key == "m.weights.c" and e.value.problem.startswith("key 'c' (Input should be 'a' or 'b')")
+    with pytest.raises(SpecError) as e:
+        build(Mixture, collect({"m": {"weights": {"a": -1.0}}}, ("m",)), seed=1, stage="m:s")
+    assert e.value.key == "m.weights.a" and e.value.problem.startswith("got -1.0")

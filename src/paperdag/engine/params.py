@@ -112,8 +112,10 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
                 err = e.errors()[0]
                 if not err["loc"]:
                     raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({err['msg']})") from None
-                inside = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])  # an item of a list / mapping
-                raise SpecError(PARAMS_FILE, source + inside, f"got {err['input']!r} ({err['msg']})") from None
+                # an item of a list / mapping; pydantic marks a mapping's refused key by a "[key]" step after it
+                inside = "".join(f"[{p}]" if isinstance(p, int) else "" if p == "[key]" else f".{p}" for p in err["loc"])
+                what = "key" if "[key]" in err["loc"] else "got"
+                raise SpecError(PARAMS_FILE, source + inside, f"{what} {err['input']!r} ({err['msg']})") from None
             except TypeError as e:
                 raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({e})") from None
         elif name == "seed":
