@@ -60,7 +60,7 @@ def mr_sweep(table: list[dict]) -> tuple[list[float], list[float]]:
     ck = sorted((r for r in table if r["method"] == "ck-plug"), key=lambda r: r["alpha"])
     alphas = [r["alpha"] for r in ck]
     if len(ck) < 2 or alphas[0] != 0.0 or alphas[-1] != 1.0:
-        raise ValueError(f"params.yaml ckplug.infer.alphas must include 0.0 and 1.0 (the ends of the MR range), got {alphas}")
+        raise ValueError(f"predictions: the CK-PLUG sweep must span alpha 0.0 to 1.0 (the ends of the MR range); got {alphas}")
     return alphas, [r["MR"] for r in ck]
 
 
