@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
              "spaced"],
     "memory": ["MemoryBank", "fit_bank", "routed", "split_at_memory"],
     "metrics": ["METHODS", "exact_match", "forgetting", "headline", "lcs_length", "multiset_f1", "rouge_l", "score_table"],
-    "protocol": ["PROC_TOKEN", "backbone_pools", "backbone_scores", "backbone_texts", "calls_target", "check_sets", "greedy",
+    "protocol": ["PROC_TOKEN", "add_qv_lora", "backbone_pools", "backbone_scores", "backbone_texts", "calls_target", "check_sets", "greedy",
                  "ids", "memory_rounds", "procedure_rows", "prediction_rows", "prompt_tuning", "rag", "retrieval_by_round",
                  "rounds", "run_baselines", "sequential_lora", "text", "tool_track"],
     "settings": ["BaselineSettings", "MemorySettings"],

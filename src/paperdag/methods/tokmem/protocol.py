@@ -56,6 +56,13 @@ def greedy(model, tokenizer, prompts: list[list[int]], max_new_tokens: int, batc
                             max_new_tokens=max_new_tokens).tokens
 
 
+def add_qv_lora(model, r: int, alpha: int) -> int:
+    """A LoRA on the attention's q and v projections, injected into `model` in place (peft); its trainable count
+    (the model's other weights being frozen)."""
+    get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def check_sets(examples: pl.DataFrame, procedures: pl.DataFrame, stage: str) -> None:
     need = {"track", "split", "procedure", "query", "answer", "tools", "args", "set"}
     if missing := need - set(examples.columns):
@@ -178,13 +185,14 @@ def tool_track(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataF
         bank.add(len(procs), bank.inactive_norm(fallback), seed=s.seed + 100 + rnd)
         order += procs
         if rnd == 1 and s.tool_lora:
-            get_peft_model(bank.model, LoraConfig(r=s.lora_r, lora_alpha=s.lora_alpha, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
-            lora_params = sum(p.numel() for p in bank.model.parameters() if p.requires_grad)
+            lora_params = add_qv_lora(bank.model, s.lora_r, s.lora_alpha)
         token_of = {p: bank.vocab + order.index(p) for p in order}
         train = calls.filter((pl.col("split") == "train") & pl.col("tools").list.eval(pl.element().is_in(order)).list.all())
-        pool = [(ids(tokenizer, query_prompt(q)), calls_target(tokenizer, token_of, t, a)) for q, t, a in train.select("query", "tools", "args").iter_rows()]
+        pool = [(ids(tokenizer, query_prompt(q)), calls_target(tokenizer, token_of, t, a))
+                for q, t, a in train.select("query", "tools", "args").iter_rows()]
         if not pool:
-            raise ValueError(f"tokmem train_memory: no training calls use only the tools of rounds 1..{rnd}; raise synthesize.tool_train_calls")
+            raise ValueError(f"tokmem train_memory: no training calls use only the tools of rounds 1..{rnd}; "
+                             "raise synthesize.tool_train_calls")
         config = TrainConfig(s.tool_steps_per_round, s.tool_lr, 0, 0.0, seed=s.seed + 100 + rnd)
         losses.append(fit_bank(bank, pool, config, s.batch_size, tokenizer.pad_token_id, s.renormalise, fallback,
                                f"tokmem tools round {rnd}/{len(added)}"))
@@ -208,7 +216,8 @@ def tool_track(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataF
 Retrieved = list[tuple[pl.DataFrame, list[int], int]]  # per round: its test rows, the retrieved procedure per row, procedures seen
 
 
-def retrieval_by_round(encoder, added: list[list[int]], pids: list[int], descriptions: list[str], tests_all: pl.DataFrame) -> Retrieved:
+def retrieval_by_round(encoder, added: list[list[int]], pids: list[int], descriptions: list[str],
+                       tests_all: pl.DataFrame) -> Retrieved:
     """Per round, for every test query of the procedures added so far: the procedure whose description the encoder
     ranks first among those procedures' descriptions (exact inner-product search)."""
     from paperdag.retrieval import AnnIndex, encode
@@ -226,7 +235,8 @@ def retrieval_by_round(encoder, added: list[list[int]], pids: list[int], descrip
     return out
 
 
-def rag(backbone, tokenizer, retrieved: Retrieved, desc: dict[int, str], max_new_tokens: int, eval_batch_size: int) -> tuple[list[pl.DataFrame], int]:
+def rag(backbone, tokenizer, retrieved: Retrieved, desc: dict[int, str], max_new_tokens: int,
+        eval_batch_size: int) -> tuple[list[pl.DataFrame], int]:
     """RAG: the retrieved procedure's description in the prompt (the backbone's described format); nothing trained."""
     frames = []
     for rnd, (tests, hits, n_seen) in enumerate(track(retrieved, description="tokmem RAG"), start=1):
@@ -267,13 +277,13 @@ def sequential_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.Data
     """One LoRA (q/v) on a copy of the backbone trained round after round on the new procedures (seed + round),
     with `replay` of each batch drawn from earlier rounds' procedures (0: none); no routing."""
     lm = copy.deepcopy(backbone)
-    get_peft_model(lm, LoraConfig(r=s.lora_r, lora_alpha=s.lora_alpha, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
-    trainable = sum(p.numel() for p in lm.parameters() if p.requires_grad)
+    trainable = add_qv_lora(lm, s.lora_r, s.lora_alpha)
     eos = [tokenizer.eos_token_id]
 
     def pool_of(ps: list[int]) -> Pool:
         rows = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(ps))
-        return [(ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + eos) for q, a in rows.select("query", "answer").iter_rows()]
+        return [(ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + eos)
+                for q, a in rows.select("query", "answer").iter_rows()]
 
     done: list[int] = []
     frames = []
@@ -302,7 +312,8 @@ def run_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.Da
     atomic = examples.filter(pl.col("track") == "atomic")
     tests_all = atomic.filter((pl.col("split") == "test") & pl.col("procedure").is_in(pids))
     retrieved = retrieval_by_round(encoder, added, pids, descriptions, tests_all)
-    runs = {"rag": lambda: rag(backbone, tokenizer, retrieved, dict(zip(pids, descriptions, strict=True)), s.max_new_tokens, s.eval_batch_size),
+    desc = dict(zip(pids, descriptions, strict=True))
+    runs = {"rag": lambda: rag(backbone, tokenizer, retrieved, desc, s.max_new_tokens, s.eval_batch_size),
             "prompt_tuning": lambda: prompt_tuning(backbone, tokenizer, added, atomic, retrieved, s),
             "lora_seq": lambda: sequential_lora(backbone, tokenizer, added, atomic, tests_all, "lora_seq", 0.0, s),
             "lora_replay": lambda: sequential_lora(backbone, tokenizer, added, atomic, tests_all, "lora_replay", s.replay_fraction, s)}
