@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import Field, PositiveInt
@@ -140,3 +140,80 @@ def test_failed_set_leaves_params_yaml_untouched(toy: Path, assignment: str, mes
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert (toy / "params.yaml").read_bytes() == before
     assert not (toy / "data").exists()
+
+
+@dataclass(frozen=True)
+class Ordered:
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError("low", f"must be at most high = {self.high}; got {self.low}")
+        if self.low < 0:
+            raise ValueError(f"low and high must not be negative; got {self.low}")
+
+
+def test_cross_field_check_names_the_field_key_or_the_stage() -> None:
+    """A __post_init__ ValueError(field, why) is reported on that field's params.yaml key; any other ValueError on
+    the stage's params; values it accepts build."""
+    assert build(Ordered, collect({"m": {"low": 1, "high": 2}}, ("m",)), seed=1, stage="m:s") == Ordered(1, 2)
+    with pytest.raises(SpecError) as e:
+        build(Ordered, collect({"m": {"low": 3, "high": 2}}, ("m",)), seed=1, stage="m:s")
+    assert (e.value.file, e.value.key, e.value.problem) == ("params.yaml", "m.low", "must be at most high = 2; got 3")
+    with pytest.raises(SpecError) as e:
+        build(Ordered, collect({"m": {"low": -3, "high": 2}}, ("m",)), seed=1, stage="m:s")
+    assert e.value.key == "the params of stage m:s" and "must not be negative" in e.value.problem
+
+
+# the LM pipelines' params, refused when they load (what used to raise only when the stage ran): key -> bad value
+LM_REFUSED = {
+    ("lookaheadkv", "synthesize", "min_train_pairs"): 9,  # above pairs = 8
+    ("lookaheadkv", "synthesize", "pairs"): 1,  # below min_train_pairs = 2
+    ("lookaheadkv", "train_lm", "mixture"): {"question_after": 1.0, "recall": 1.0},
+    ("lookaheadkv", "train_lm", "curriculum"): [],
+    ("lookaheadkv", "train_lm", "num_kv_heads"): 3,  # does not divide num_heads = 4
+    ("lookaheadkv", "infer", "budgets"): [8, 0],
+    ("tokmem", "synthesize", "letters"): 27,
+    ("tokmem", "synthesize", "input_length"): [2],
+    ("tokmem", "train_backbone", "mixture"): {"described": 1.0, "token_calls": 0.5},
+    ("tokmem", "baselines", "replay_fraction"): 1.5,
+    ("ckplug", "train", "mixture"): {"closed_book": 1.0, "quiz": 0.5},
+    ("ckplug", "infer", "conflict_rule"): "papers",
+    ("ckplug", "infer", "alphas"): [0.25, 1.0],
+}
+
+
+@pytest.mark.parametrize("pipeline, stage, field", sorted(LM_REFUSED))
+def test_lm_pipeline_params_are_refused_at_load_naming_their_key(pipeline: str, stage: str, field: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each bad value fails building the stage's params (what `paperdag render --check` and every command do),
+    with an error on its params.yaml key (the key itself, an entry of it, or the field a cross-field check names);
+    the shipped params.yaml builds."""
+    module = _stage_module(REPO / "stages" / f"{pipeline}.py", monkeypatch)
+    cls = next(getattr(module, n) for n in dir(module)
+               if n.endswith("Params") and n.lower().startswith(stage.replace("_", "")))
+    item = {"replicate": 0} if pipeline == "ckplug" and stage in ("train", "infer") else None
+    params = load_params(REPO)
+    build(cls, collect(params, (f"{pipeline}.{stage}",)), seed=1, stage=f"{pipeline}:{stage}", item=item)
+    params[pipeline][stage][field] = LM_REFUSED[(pipeline, stage, field)]
+    with pytest.raises(SpecError) as e:
+        build(cls, collect(params, (f"{pipeline}.{stage}",)), seed=1, stage=f"{pipeline}:{stage}", item=item)
+    named = {"pairs": "min_train_pairs", "num_kv_heads": "num_heads"}.get(field, field)  # cross-field: the field checked
+    assert e.value.file == "params.yaml" and e.value.key.startswith(f"{pipeline}.{stage}.{named}"), e.value
+
+
+@dataclass(frozen=True)
+class Mixture:
+    weights: dict[Literal["a", "b"], Annotated[float, Field(ge=0)]]
+
+
+def test_a_refused_mapping_key_is_named_as_a_key() -> None:
+    """A mapping key outside its Literal choices is reported on the dotted key of that entry, as a key with the
+    choices; a refused value of an allowed key as that value."""
+    with pytest.raises(SpecError) as e:
+        build(Mixture, collect({"m": {"weights": {"a": 1.0, "c": 2.0}}}, ("m",)), seed=1, stage="m:s")
+    assert e.value.key == "m.weights.c" and e.value.problem.startswith("key 'c' (Input should be 'a' or 'b')")
+    with pytest.raises(SpecError) as e:
+        build(Mixture, collect({"m": {"weights": {"a": -1.0}}}, ("m",)), seed=1, stage="m:s")
+    assert e.value.key == "m.weights.a" and e.value.problem.startswith("got -1.0")

@@ -85,7 +85,9 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
     """Instantiate the stage's params dataclass, strictly typed: a wrong type, a value its constraint refuses
     (`n: PositiveInt`, `Annotated[float, Field(ge=0, le=1)]`) or an unknown/missing key is an error.
 
-    `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine."""
+    `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine. A check across
+    fields is the dataclass's `__post_init__` raising `ValueError(field_name, why)`: it is reported on that field's
+    params.yaml key (any other ValueError on the stage's params)."""
     item = item or {}
     for name in item:
         if name in flat:
@@ -110,15 +112,22 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
                 err = e.errors()[0]
                 if not err["loc"]:
                     raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({err['msg']})") from None
-                inside = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])  # an item of a list / mapping
-                raise SpecError(PARAMS_FILE, source + inside, f"got {err['input']!r} ({err['msg']})") from None
+                # an item of a list / mapping; pydantic marks a mapping's refused key by a "[key]" step after it
+                inside = "".join(f"[{p}]" if isinstance(p, int) else "" if p == "[key]" else f".{p}" for p in err["loc"])
+                what = "key" if "[key]" in err["loc"] else "got"
+                raise SpecError(PARAMS_FILE, source + inside, f"{what} {err['input']!r} ({err['msg']})") from None
             except TypeError as e:
                 raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({e})") from None
         elif name == "seed":
             values[name] = seed
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise SpecError(PARAMS_FILE, name, f"missing: stage {stage} needs params field '{name}'")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as e:  # the dataclass's own check across fields (__post_init__): ValueError(field, why)
+        field, why = e.args if len(e.args) == 2 and e.args[0] in fields else (None, str(e))
+        source = flat[field][0] if field in flat else f"the params of stage {stage}"
+        raise SpecError(PARAMS_FILE, source, why) from None
 
 
 def _type_name(t: Any) -> str:

@@ -115,3 +115,23 @@ def generate(
         cut = next((i for i, tok in enumerate(row) if tok in stops.tolist() or tok == pad_id), len(row))
         out.append(row[:cut])
     return Generation(tokens=out, steps=steps, forward_passes=passes, seconds=seconds, new_tokens=new)
+
+
+def generate_batches(
+    model: PreTrainedModel,
+    views: Sequence[Sequence[Sequence[int]]],
+    pad_id: int,
+    eos_id: int | Sequence[int],
+    batch_size: int,
+    rule: StepRule = plain,
+    max_new_tokens: int = 16,
+) -> Generation:
+    """`generate` over consecutive batches of `batch_size` examples (every view cut alike): the continuations in
+    example order, the costs summed (steps: the most any batch ran)."""
+    tokens: list[list[int]] = []
+    steps, passes, seconds, new = 0, 0, 0.0, 0
+    for lo in range(0, len(views[0]) if views else 0, batch_size):
+        out = generate(model, [v[lo : lo + batch_size] for v in views], pad_id, eos_id, rule=rule, max_new_tokens=max_new_tokens)
+        tokens += out.tokens
+        steps, passes, seconds, new = max(steps, out.steps), passes + out.forward_passes, seconds + out.seconds, new + out.new_tokens
+    return Generation(tokens=tokens, steps=steps, forward_passes=passes, seconds=seconds, new_tokens=new)

@@ -130,9 +130,3 @@ def test_model_path_loads_a_local_checkpoint_instead_of_training(chained: dict) 
     assert again["train_stats"]["closed_book_recall"] == chained["train"]["train_stats"]["closed_book_recall"]
     assert again["train_stats"]["model"] == str(chained["model_dir"])
 
-
-def test_unknown_mixture_kind_is_rejected(chained: dict) -> None:
-    """A mixture key that is not a training kind names the params key at fault."""
-    p = chained["params"]["train"] | {"mixture": {"closed_book": 1.0, "quiz": 0.5}}
-    with pytest.raises(ValueError, match="ckplug.train.mixture"):
-        ckplug.train(ckplug.TrainParams(**p, replicate=0, seed=2), chained["synthesize"]["train_rows"])

@@ -134,3 +134,22 @@ def test_lookahead_module_round_trips(tmp_path, model, module) -> None:
     assert all(torch.equal(a, b) for a, b in zip(module.state_dict().values(), again.state_dict().values(), strict=True))
     with pytest.raises(FileNotFoundError, match="lookahead_config.json"):
         LookaheadKV.load(tmp_path)
+
+
+def test_ground_truth_importance_is_the_response_rows_mean_attention(model, ids) -> None:
+    """s_GT (B, L, H, T) per row is the mean, over that row's own response tokens only, of the attention each pays to
+    the prompt positions: a batch with responses of different lengths (right-padded) gives every row what it gets
+    alone, and a one-token response is the attention row of its position."""
+    from paperdag.methods.lookaheadkv import ground_truth_importance
+
+    base = model.model
+    responses = [[5, 6, 7, 2], [9, 2]]
+    both = ground_truth_importance(base, ids, responses, pad_id=0)
+    assert both.shape == (B, 2, 4, T)
+    for j, response in enumerate(responses):
+        alone = ground_truth_importance(base, ids[j : j + 1], [response], pad_id=0)
+        assert torch.allclose(both[j], alone[0], atol=1e-6)
+    single = ground_truth_importance(base, ids[:1], [[2]], pad_id=0)
+    with torch.inference_mode():
+        attn = base(input_ids=torch.cat([ids[:1], torch.tensor([[2]])], dim=1), output_attentions=True).attentions
+    assert torch.allclose(single[0], torch.stack([a[0, :, -1, :T] for a in attn]), atol=1e-6)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from paperdag._lazy import attach
 
-# each submodule is imported on first use of one of its names (decoding needs torch; data and metrics do not):
+# each submodule is imported on first use of one of its names (decoding and protocol need torch; data and metrics do not):
 # importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "data": ["KINDS", "WorldSizes", "build", "context_prompt", "parametric_prompt"],
+    "figures": ["mr_vs_alpha"],
+    "data": ["KINDS", "ConflictRule", "Kind", "WorldSizes", "build", "context_prompt", "encode", "parametric_prompt",
+             "training_pools", "training_texts"],
     "decoding": ["CONFLICT_RULES", "adaptive_alpha", "adjusted_distribution", "cad_rule", "ckplug_rule",
                  "ckplug_step", "confidence_gain", "entropy", "head_mask", "is_conflict"],
-    "metrics": ["is_monotone", "memory_ratio", "memory_recall_table", "mr_sweep", "recall", "seconds_per_token"],
+    "metrics": ["headline", "interval_table", "is_monotone", "memory_ratio", "memory_recall_table", "mr_sweep", "recall",
+                "replicate_numbers", "seconds_per_token"],
+    "protocol": ["closed_book_recall", "decode_views", "method_rules", "run_methods"],
 })

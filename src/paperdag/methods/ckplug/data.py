@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import polars as pl
 
 from paperdag.lm.factworld import FactWorld, invented_names, make_fact_world
 
-KINDS = ("closed_book", "reading", "consistent", "conflict")
+Kind = Literal["closed_book", "reading", "consistent", "conflict"]  # a training row's kind (a mixture key)
+KINDS: tuple[str, ...] = get_args(Kind)
+ConflictRule = Literal["paper", "code"]  # when a decoding step is a conflict (decoding.is_conflict)
 
 
 def parametric_prompt(question: str) -> str:
@@ -100,3 +103,20 @@ def build(sizes: WorldSizes, seed: int) -> tuple[FactWorld, dict[str, list[str]]
     )
     groups = {"known": known, "reading": reading, "fresh": fresh}
     return world, groups, train, counterfactual, adaptive_set
+
+
+def training_texts(train_rows: pl.DataFrame) -> list[str]:
+    """The texts the tokenizer learns from: every training row as context prompt and answer."""
+    return [f"{context_prompt(r['context'], r['question'])} {r['answer']}" for r in train_rows.iter_rows(named=True)]
+
+
+def encode(tokenizer, row: dict) -> tuple[list[int], list[int]]:
+    """A training row as (prompt ids, target ids): the answer after a space, then eos."""
+    prompt = context_prompt(row["context"], row["question"]) if row["context"] else parametric_prompt(row["question"])
+    target = tokenizer(" " + row["answer"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    return tokenizer(prompt)["input_ids"], target
+
+
+def training_pools(tokenizer, train_rows: pl.DataFrame) -> dict[str, list[tuple[list[int], list[int]]]]:
+    """One pool of encoded rows per kind (the training mixture draws a pool per batch)."""
+    return {kind: [encode(tokenizer, r) for r in train_rows.filter(pl.col("kind") == kind).iter_rows(named=True)] for kind in KINDS}

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import get_args
 
 import torch
 
-CONFLICT_RULES = ("paper", "code")
+from paperdag.methods.ckplug.data import ConflictRule
+
+CONFLICT_RULES: tuple[str, ...] = get_args(ConflictRule)
 NEG_INF = float("-inf")
 
 

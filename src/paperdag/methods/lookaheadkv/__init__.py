@@ -2,19 +2,24 @@
 H2O, SnapKV, a draft-based method and the oracle, all at fixed per-head token budgets through one cache code path.
 
 data.py (key-value retrieval splits) -> scores.py (each method's importance rule, per-head top-C) -> lookahead.py
-(lookahead embeddings + masked LoRA, KL loss) -> eviction.py (prefill, evict in the transformers Cache, decode).
+(lookahead embeddings + masked LoRA, KL loss) -> eviction.py (prefill, evict in the transformers Cache, decode);
+protocol.py runs them (s_GT targets, training, every method at every budget), metrics.py scores the run.
 """
 
 from __future__ import annotations
 
 from paperdag._lazy import attach
 
-# each submodule is imported on first use of one of its names (eviction, lookahead and scores need torch and
-# transformers; data does not): importing the package alone imports none of them
+# each submodule is imported on first use of one of its names (eviction, lookahead, protocol and scores need
+# torch and transformers; data and metrics do not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "data": ["METHODS", "SPLITS", "TaskSizes", "encode", "make_example", "vocabulary_text"],
+    "figures": ["STYLE", "accuracy_vs_budget"],
+    "data": ["KINDS", "METHODS", "SPLITS", "Kind", "TaskSizes", "encode", "make_example", "make_rows", "vocabulary_text"],
     "eviction": ["Prepared", "Setting", "decode", "evict", "prefill", "prepare"],
     "lookahead": ["LookaheadKV", "attach", "kl_per_layer_head", "lookahead_forward", "lookahead_loss", "normalised"],
-    "scores": ["h2o_scores", "kv_head_scores", "overlap", "rows_after_prompt", "snapkv_scores", "streaming_keep",
+    "metrics": ["cost", "exact_match_grid", "exact_match_table", "headline"],
+    "protocol": ["batches", "compare", "fit_lookahead", "full_cache_exact_match", "greedy_responses", "held_out_kl", "stack",
+                 "targets", "train_curriculum"],
+    "scores": ["ground_truth_importance", "h2o_scores", "kv_head_scores", "overlap", "rows_after_prompt", "snapkv_scores", "streaming_keep",
                "top_c"],
 })

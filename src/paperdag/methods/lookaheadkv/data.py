@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 SPLITS = ("question_after", "question_before", "two_hop")
+Kind = Literal["question_after", "question_before", "two_hop", "drill"]  # an LM training row's kind (a mixture key)
+KINDS: tuple[str, ...] = get_args(Kind)
 # the eviction methods compared (eviction.prepare runs each); here, without torch, for the stages that only read results
 METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
 
@@ -91,3 +94,19 @@ def make_drill(sizes: TaskSizes, rng: random.Random, queries: int) -> dict[str, 
     pairs = [f"{k} {a} {b} ;" for k, (a, b) in zip(keys, values)]
     asked = rng.sample(range(sizes.pairs), min(queries, sizes.pairs))
     return {"prompt": " ".join(pairs) + " ?", "response": " ".join(pairs[i] for i in asked), "query": ""}
+
+
+def make_rows(keys: int, values: int, pairs: int, min_train_pairs: int, lm_examples: int, drill_examples: int,
+              drill_queries: int, lookahead_examples: int, eval_examples: int, rng: random.Random) -> list[dict]:
+    """Every example of every set: the LM's training rows (splits and recall drills, contexts of min_train_pairs to
+    `pairs` pairs), the lookahead training rows and the evaluation rows (contexts of exactly `pairs` pairs)."""
+    full = TaskSizes(keys, values, pairs)
+    rows = []
+    for split in (*SPLITS, "drill"):
+        for _ in range(drill_examples if split == "drill" else lm_examples):
+            sizes = TaskSizes(keys, values, rng.randint(min_train_pairs, pairs))
+            made = make_drill(sizes, rng, drill_queries) if split == "drill" else make_example(split, sizes, rng)
+            rows.append({"set": "lm", "split": split, "pairs": sizes.pairs, **made})
+    rows += [{"set": name, "split": s, "pairs": pairs, **make_example(s, full, rng)}
+             for name, n in (("lookahead", lookahead_examples), ("eval", eval_examples)) for s in SPLITS for _ in range(n)]
+    return rows

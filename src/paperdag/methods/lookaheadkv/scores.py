@@ -84,3 +84,17 @@ def overlap(keep: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
     """|keep ∩ reference| / |reference| per row and head: (B, H, C) x (B, H, C) -> (B, H)."""
     hit = (keep[..., :, None] == reference[..., None, :]).any(-1)  # (B, H, C)
     return hit.float().sum(-1) / reference.shape[-1]
+
+
+def ground_truth_importance(model, prompt_ids: torch.Tensor, responses: list[list[int]], pad_id: int) -> torch.Tensor:
+    """s_GT (B, L, H, T): per layer and head, the mean attention that the true response's rows pay to each prompt
+    position, from one eager forward pass over [prompt; response] (`model` a base transformer that returns
+    attentions; `responses` end with their eos, so an empty response still has one row; padded rows left out)."""
+    longest = max(len(r) for r in responses)
+    tail = torch.full((len(responses), longest), pad_id, dtype=torch.long)  # (B, R), right-padded
+    for j, r in enumerate(responses):
+        tail[j, : len(r)] = torch.tensor(r, dtype=torch.long)
+    with torch.inference_mode():
+        attn = model(input_ids=torch.cat([prompt_ids, tail], dim=1), output_attentions=True).attentions
+    rows = torch.arange(longest)[None, :] < torch.tensor([len(r) for r in responses])[:, None]  # (B, R)
+    return torch.stack([rows_after_prompt(a, prompt_ids.shape[1], rows) for a in attn], dim=1)  # (B, L, H, T)

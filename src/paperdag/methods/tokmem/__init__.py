@@ -1,19 +1,25 @@
 """TokMem (ICLR 2026, arXiv 2510.00444): procedures stored as memory tokens of a frozen LM, added in rounds.
 
 data: the synthetic procedure world and prompts. memory: the memory bank (tied rows, loss on m_i + response,
-renormalisation of new rows), read-out of routing from the emitted token. metrics: EM, ROUGE-L, F1, forgetting.
+renormalisation of new rows), read-out of routing from the emitted token. protocol: the continual rounds (memory
+and calls tracks) and the four baselines. metrics: EM, ROUGE-L, F1, forgetting, the score table and headline.
 """
 
 from __future__ import annotations
 
 from paperdag._lazy import attach
 
-# each submodule is imported on first use of one of its names (memory needs torch and transformers; data and metrics
-# do not): importing the package alone imports none of them
+# each submodule is imported on first use of one of its names (memory and protocol need torch and transformers;
+# data and metrics do not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
+    "figures": ["metric_vs_procedures"],
     "data": ["LETTERS", "RULES", "SPLITS", "Procedure", "atomic_examples", "call_examples", "call_text",
-             "described_prompt", "make_procedures", "procedures_from", "procedures_table", "query_prompt", "response",
+             "described_prompt", "make_procedures", "make_world", "procedures_from", "procedures_table", "query_prompt", "response",
              "spaced"],
     "memory": ["MemoryBank", "fit_bank", "routed", "split_at_memory"],
-    "metrics": ["exact_match", "forgetting", "lcs_length", "multiset_f1", "rouge_l"],
+    "metrics": ["METHODS", "exact_match", "forgetting", "headline", "lcs_length", "multiset_f1", "rouge_l", "score_table"],
+    "protocol": ["PROC_TOKEN", "add_qv_lora", "backbone_pools", "backbone_scores", "backbone_texts", "calls_target", "check_sets", "greedy",
+                 "ids", "memory_rounds", "procedure_rows", "prediction_rows", "prompt_tuning", "rag", "retrieval_by_round",
+                 "rounds", "run_baselines", "sequential_lora", "text", "tool_track"],
+    "settings": ["BaselineSettings", "MemorySettings"],
 })

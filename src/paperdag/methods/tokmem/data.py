@@ -163,3 +163,22 @@ def query_prompt(q: str) -> str:
 
 def described_prompt(q: str, description: str) -> str:
     return f"{q}\n{description}\n"
+
+
+def make_world(counts: dict[str, int], round_size: dict[str, int], queries: dict[str, int], calls: dict[str, int],
+               input_length: tuple[int, int], arg_length: tuple[int, int], rng: random.Random,
+               alphabet: str = LETTERS) -> tuple[list[Procedure], pl.DataFrame]:
+    """Procedures (counts per split, rounds of round_size) and examples: atomic queries per backbone and memory
+    procedure (queries per split), compositional tool-call queries (calls: "backbone" for pretraining, "tool_train"
+    and "tool_test" for the calls track); each example's `set` is its first tool's split."""
+    procs = make_procedures(counts, round_size, rng, alphabet)
+    by_split = {s: [q for q in procs if q.split == s] for s in SPLITS}
+    rows = atomic_examples(by_split["backbone"] + by_split["memory"], queries, input_length, rng, alphabet)
+    rows += call_examples(by_split["backbone"], calls["backbone"], "train", arg_length, rng, alphabet)
+    if by_split["tool"]:
+        rows += call_examples(by_split["tool"], calls["tool_train"], "train", arg_length, rng, alphabet)
+        rows += call_examples(by_split["tool"], calls["tool_test"], "test", arg_length, rng, alphabet)
+    split_of = {q.id: q.split for q in procs}
+    examples = pl.DataFrame(rows).with_columns(
+        pl.col("tools").map_elements(lambda t: split_of[t[0]], return_dtype=pl.String).alias("set"))
+    return procs, examples

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import polars as pl
 
 
 def exact_match(prediction: str, answer: str) -> bool:
@@ -46,3 +47,54 @@ def multiset_f1(predicted: Sequence[Sequence[object]], gold: Sequence[Sequence[o
 def forgetting(round1_scores: Sequence[float]) -> float:
     """Score on round-1 procedures right after round 1 minus after the last round (positive = forgotten)."""
     return round1_scores[0] - round1_scores[-1]
+
+
+METHODS = ("tokmem", "rag", "prompt_tuning", "lora_seq", "lora_replay")  # table order: the method, then its baselines
+
+
+def score_table(predictions: pl.DataFrame) -> list[dict]:
+    """EM, ROUGE-L and routing accuracy (percent) per (method, round), over every procedure seen so far and over the
+    round-1 procedures alone."""
+    round1 = set(predictions.filter(pl.col("round") == 1)["procedure"].to_list())
+    table = []
+    for (method, rnd), group in sorted(predictions.group_by("method", "round"), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1])):
+        em = [exact_match(p, a) for p, a in zip(group["prediction"], group["answer"], strict=True)]
+        first = [e for e, p in zip(em, group["procedure"], strict=True) if p in round1]
+        routes = group["routed"].to_list()
+        table.append({"method": method, "round": rnd, "n_procedures": int(group["n_procedures"][0]), "queries": len(em),
+                      "em": 100 * sum(em) / len(em),
+                      "rouge_l": 100 * sum(rouge_l(p, a) for p, a in zip(group["prediction"], group["answer"], strict=True)) / len(em),
+                      "routing_acc": None if all(r == -1 for r in routes) and method.startswith("lora") else
+                      100 * sum(r == p for r, p in zip(routes, group["procedure"], strict=True)) / len(em),
+                      "em_round1": 100 * sum(first) / len(first)})
+    return table
+
+
+def headline(table: list[dict], calls: pl.DataFrame, memory_stats: dict, baseline_stats: dict) -> dict[str, object]:
+    """The numbers pipelines/tokmem.yaml's claims read: the last round's scores per method, forgetting of round-1
+    procedures, the calls track's tool-selection and argument F1, trainable parameter counts, the claimed
+    differences (method - baseline, points)."""
+    last = {r["method"]: r for r in table if r["round"] == max(t["round"] for t in table)}
+    curve = {m: [r for r in table if r["method"] == m] for m in METHODS}
+    tool_f1 = 100 * multiset_f1(calls["pred_tools"].to_list(), calls["tools"].to_list()) if not calls.is_empty() else None
+    arg_f1 = 100 * multiset_f1(calls["pred_args"].to_list(), calls["args"].to_list()) if not calls.is_empty() else None
+    forgot = {m: forgetting([r["em_round1"] for r in curve[m]]) for m in METHODS}
+    return {
+        "n_procedures": last["tokmem"]["n_procedures"],
+        **{f"em_{m}": last[m]["em"] for m in METHODS},
+        **{f"rouge_l_{m}": last[m]["rouge_l"] for m in METHODS},
+        "routing_acc_tokmem": last["tokmem"]["routing_acc"],
+        "routing_acc_retrieval": last["rag"]["routing_acc"],
+        **{f"forgetting_{m}": forgot[m] for m in METHODS},
+        "tool_f1_tokmem": tool_f1,
+        "arg_f1_tokmem": arg_f1,
+        "trainable_tokmem": memory_stats["trainable_tokmem"],
+        "trainable_per_procedure_tokmem": memory_stats["trainable_per_procedure"],
+        "trainable_tool_lora": memory_stats["trainable_tool_lora"],
+        **{f"trainable_{m}": baseline_stats["trainable"][m] for m in METHODS[1:]},
+        "backbone_unchanged": memory_stats["backbone_unchanged"],
+        # the comparisons the claims test, each as one number (method - baseline, points)
+        "em_tokmem_minus_rag": last["tokmem"]["em"] - last["rag"]["em"],
+        "forgetting_lora_seq_minus_tokmem": forgot["lora_seq"] - forgot["tokmem"],
+        "units": "EM, ROUGE-L, routing accuracy, F1 and forgetting in percent points; trainable = parameter counts",
+    }

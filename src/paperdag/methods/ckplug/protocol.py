@@ -1,0 +1,62 @@
+"""The ckplug comparison: every decoding method (no-RAG, RAG, CAD, CK-PLUG at each alpha, adaptive CK-PLUG) on
+the same test items with one model, greedy, each timed; and the closed-book recall that shows the facts were learnt.
+
+Views per method: 0 = the parametric prompt (question only), 1 = the context prompt, 2 = both (context first), the
+two views CK-PLUG's and CAD's step rules contrast (decoding.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+from rich.progress import track
+
+from paperdag.lm import contains_answer, generate_batches, plain
+from paperdag.methods.ckplug.data import context_prompt, parametric_prompt
+from paperdag.methods.ckplug.decoding import cad_rule, ckplug_rule
+
+Method = tuple[str, float | None, int, object]  # (name, alpha, views used, step rule)
+
+
+def method_rules(alphas: Sequence[float], cad_beta: float, conflict_rule: str, relative_top: float, min_head: int) -> list[Method]:
+    """The methods compared, in table order: no-RAG, RAG, CAD, CK-PLUG at every alpha, adaptive CK-PLUG."""
+    rows: list[Method] = [("no-rag", None, 0, plain), ("rag", None, 1, plain), ("cad", None, 2, cad_rule(cad_beta))]
+    rows += [("ck-plug", a, 2, ckplug_rule(a, conflict_rule, relative_top, min_head)) for a in alphas]
+    rows.append(("ck-plug-adaptive", None, 2, ckplug_rule(None, conflict_rule, relative_top, min_head)))
+    return rows
+
+
+def decode_views(model, tokenizer, views: list[list[str]], rule, max_new_tokens: int, batch_size: int) -> tuple[list[str], dict]:
+    """Greedy generations for every example (views: one prompt list per view), in batches; texts and timing."""
+    ids = [[tokenizer(p)["input_ids"] for p in prompts] for prompts in views]
+    out = generate_batches(model, ids, tokenizer.pad_token_id, tokenizer.eos_token_id, batch_size, rule=rule,
+                           max_new_tokens=max_new_tokens)
+    texts = [tokenizer.decode(t, skip_special_tokens=True).strip() for t in out.tokens]
+    return texts, {"seconds": out.seconds, "new_tokens": out.new_tokens, "forward_passes": out.forward_passes}
+
+
+def closed_book_recall(model, tokenizer, train_rows: pl.DataFrame, max_new_tokens: int) -> tuple[float, int]:
+    """Share of the memorised (closed-book) facts the model answers without context, and how many were asked."""
+    closed = train_rows.filter(pl.col("kind") == "closed_book")
+    predictions = decode_views(model, tokenizer, [[parametric_prompt(q) for q in closed["question"]]], plain, max_new_tokens, 256)[0]
+    hits = [contains_answer(p, a) for p, a in zip(predictions, closed["answer"], strict=True)]
+    return sum(hits) / len(hits), len(hits)
+
+
+def run_methods(model, tokenizer, sets: dict[str, pl.DataFrame], methods: list[Method], max_new_tokens: int, batch_size: int,
+                description: str) -> tuple[pl.DataFrame, list[dict]]:
+    """Every method on every test set: one prediction row per (set, item, method), and each run's decoding cost."""
+    frames, timing = [], []
+    jobs = [(name, table, m) for name, table in sets.items() for m in methods]
+    for set_name, table, (method, alpha, use, rule) in track(jobs, description=description):
+        with_context = [context_prompt(c, q) for c, q in zip(table["context"], table["question"], strict=True)]
+        without = [parametric_prompt(q) for q in table["question"]]
+        views = {0: [without], 1: [with_context], 2: [with_context, without]}[use]
+        texts, cost = decode_views(model, tokenizer, views, rule, max_new_tokens, batch_size)
+        frames.append(table.with_row_index("item").with_columns(
+            pl.lit(set_name).alias("set"), pl.lit(method).alias("method"), pl.lit(alpha, dtype=pl.Float64).alias("alpha"),
+            pl.Series("prediction", texts, dtype=pl.String)))
+        timing.append({"set": set_name, "method": method, "alpha": alpha, **cost,
+                       "tokens_per_s": cost["new_tokens"] / cost["seconds"] if cost["seconds"] else None})
+    return pl.concat(frames, how="diagonal_relaxed"), timing

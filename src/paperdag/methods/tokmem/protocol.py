@@ -1,0 +1,326 @@
+"""TokMem's continual protocol (TokMem, ICLR 2026, arXiv 2510.00444) and its baselines, on a frozen backbone.
+
+    backbone     a tiny LM pretrained on the backbone procedures in three formats: reading a description (RAG's
+                 format), its own procedure token between query and response, chains of tool calls
+    memory track one memory token per new procedure, added round by round; after every round every procedure seen
+                 so far is tested, routing read from the emitted token (memory.py trains the bank)
+    calls track  tool tokens added in rounds (the first round also trains a q/v LoRA, frozen afterwards); tested once
+                 after the last round on chains of (tool, argument) calls
+    baselines    RAG (MiniLM retrieves a description into the prompt), prompt tuning (a soft prompt per procedure,
+                 routed by the same retrieval), sequential LoRA without and with replay; tested after every round
+
+Prediction rows: (procedure, query, answer, method, round, n_procedures, prediction, routed); metrics.py scores them.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+
+import polars as pl
+import torch
+from peft import LoraConfig, get_peft_model
+from rich.progress import track
+
+from paperdag.lm import TrainConfig, fit_causal_lm, generate_batches, plain
+from paperdag.methods.tokmem.data import call_text, described_prompt, query_prompt, response
+from paperdag.methods.tokmem.memory import MemoryBank, fit_bank, routed, split_at_memory
+from paperdag.methods.tokmem.metrics import exact_match
+from paperdag.methods.tokmem.settings import BaselineSettings, MemorySettings
+
+PROC_TOKEN = "<proc_{}>"  # the backbone's own procedure tokens (pretraining only)
+Pool = list[tuple[list[int], list[int]]]  # (prompt ids, target ids) examples
+
+
+def ids(tokenizer, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def text(tokenizer, tokens: list[int]) -> str:
+    """A generation as text, memory tokens (ids past the tokenizer's vocabulary) left out."""
+    return tokenizer.decode([t for t in tokens if t < len(tokenizer)], skip_special_tokens=True).strip()
+
+
+def calls_target(tokenizer, token_of: dict[int, int], tools: list[int], args: list[str]) -> list[int]:
+    """The target of a calls query: each tool's token followed by its call text, then eos."""
+    out: list[int] = []
+    for tool, arg in zip(tools, args, strict=True):
+        out += [token_of[tool], *ids(tokenizer, call_text(arg))]
+    return out + [tokenizer.eos_token_id]
+
+
+def greedy(model, tokenizer, prompts: list[list[int]], max_new_tokens: int, batch_size: int, rule=plain) -> list[list[int]]:
+    """Greedy generations in batches, with the step rule `rule`."""
+    return generate_batches(model, [prompts], tokenizer.pad_token_id, tokenizer.eos_token_id, batch_size, rule=rule,
+                            max_new_tokens=max_new_tokens).tokens
+
+
+def add_qv_lora(model, r: int, alpha: int) -> int:
+    """A LoRA on the attention's q and v projections, injected into `model` in place (peft); its trainable count
+    (the model's other weights being frozen)."""
+    get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def check_sets(examples: pl.DataFrame, procedures: pl.DataFrame, stage: str) -> None:
+    need = {"track", "split", "procedure", "query", "answer", "tools", "args", "set"}
+    if missing := need - set(examples.columns):
+        raise ValueError(f"tokmem {stage}: examples.parquet lacks columns {sorted(missing)}; rerun synthesize")
+    if procedures.filter(pl.col("split") == "memory").is_empty():
+        raise ValueError(f"tokmem {stage}: procedures.parquet has no memory procedures (synthesize.memory_procedures = 0)")
+
+
+def rounds(procedures: pl.DataFrame, split: str) -> list[list[int]]:
+    """The procedure ids each round adds, round by round."""
+    table = procedures.filter(pl.col("split") == split).sort("id")
+    return [table.filter(pl.col("round") == r)["id"].to_list() for r in sorted(table["round"].unique().to_list())]
+
+
+def prediction_rows(method: str, rnd: int, n_procs: int, tests: pl.DataFrame, texts: list[str], routes: list[int]) -> pl.DataFrame:
+    return tests.select("procedure", "query", "answer").with_columns(
+        pl.lit(method).alias("method"), pl.lit(rnd).alias("round"), pl.lit(n_procs).alias("n_procedures"),
+        pl.Series("prediction", texts, dtype=pl.String), pl.Series("routed", routes, dtype=pl.Int64))
+
+
+# ---------------------------------------------------------------- backbone
+
+
+def backbone_texts(procedures: pl.DataFrame, examples: pl.DataFrame) -> list[str]:
+    """What the backbone's tokenizer learns from: its procedures' queries in the described format, with responses."""
+    desc = dict(zip(procedures["id"], procedures["description"], strict=True))
+    mine = examples.filter(pl.col("set") == "backbone")
+    return [described_prompt(q, desc[t[0]]) + response(a) for q, a, t in mine.select("query", "answer", "tools").iter_rows()]
+
+
+def backbone_pools(tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame) -> tuple[dict[str, Pool], dict[str, Pool], list[str]]:
+    """The backbone's training pools (described, token, calls), its test pools (described, token) and the test
+    answers. `procedures`: the backbone procedures, each with its PROC_TOKEN in the tokenizer."""
+    desc = dict(zip(procedures["id"], procedures["description"], strict=True))
+    token_of = {i: tokenizer.convert_tokens_to_ids(PROC_TOKEN.format(i)) for i in procedures["id"]}
+    mine = examples.filter(pl.col("set") == "backbone")
+    eos = [tokenizer.eos_token_id]
+    atomic = {s: mine.filter((pl.col("track") == "atomic") & (pl.col("split") == s)) for s in ("train", "test")}
+
+    def described(rows: pl.DataFrame) -> Pool:
+        return [(ids(tokenizer, described_prompt(q, desc[p])), ids(tokenizer, response(a)) + eos)
+                for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
+
+    def token(rows: pl.DataFrame) -> Pool:
+        return [(ids(tokenizer, query_prompt(q)), [token_of[p], *ids(tokenizer, response(a))] + eos)
+                for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
+
+    calls = mine.filter(pl.col("track") == "calls")
+    train = {"described": described(atomic["train"]), "token": token(atomic["train"]),
+             "calls": [(ids(tokenizer, query_prompt(q)), calls_target(tokenizer, token_of, t, a))
+                       for q, t, a in calls.select("query", "tools", "args").iter_rows()]}
+    test = {"described": described(atomic["test"]), "token": token(atomic["test"])}
+    return train, test, atomic["test"]["answer"].to_list()
+
+
+def backbone_scores(model, tokenizer, test: dict[str, Pool], answers: list[str], max_new_tokens: int) -> dict[str, float]:
+    """Exact match reading a description and exact match after the model routes itself (its emitted procedure
+    token, then the response), with that routing's accuracy."""
+    stats: dict[str, float] = {}
+    for name, pool in test.items():
+        outs = greedy(model, tokenizer, [p for p, _ in pool], max_new_tokens + 1, 256)
+        if name == "token":  # the model routes itself: emitted procedure token, then the response
+            stats["token_routing_acc"] = sum(o[:1] == t[:1] for o, (_, t) in zip(outs, pool, strict=True)) / len(pool)
+            outs = [o[1:] for o in outs]
+        texts = [text(tokenizer, o) for o in outs]
+        stats[f"{name}_em"] = sum(exact_match(o, a) for o, a in zip(texts, answers, strict=True)) / len(pool)
+    return stats
+
+
+# ---------------------------------------------------------------- TokMem: memory and calls tracks
+
+
+def procedure_rows(model, tokenizer) -> torch.Tensor:
+    """The backbone's own procedure-token rows: the inactive rows the first round's new rows are renormalised to."""
+    rows = [i for t, i in tokenizer.get_added_vocab().items() if t.startswith("<proc_")]
+    return model.get_input_embeddings().weight[rows].detach()
+
+
+def memory_rounds(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, fallback: torch.Tensor,
+                  s: MemorySettings) -> tuple[MemoryBank, list[int], list[pl.DataFrame], list[list[float]]]:
+    """The memory track: per round, one new memory token per procedure trained on its queries (seed + round), then
+    every procedure seen so far tested. The bank, its procedure order (bank index -> id), predictions, losses."""
+    bank = MemoryBank(backbone, emit=True)
+    vocab, eos = bank.vocab, [tokenizer.eos_token_id]
+    atomic = examples.filter(pl.col("track") == "atomic")
+    order: list[int] = []  # bank index -> procedure id
+    frames, losses = [], []
+    added = rounds(procedures, "memory")
+    for rnd, procs in enumerate(added, start=1):
+        token_of = dict(zip(procs, bank.add(len(procs), bank.inactive_norm(fallback), seed=s.seed + rnd), strict=True))
+        order += procs
+        train = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(procs))
+        pool = [(ids(tokenizer, query_prompt(q)), [token_of[p], *ids(tokenizer, response(a))] + eos)
+                for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
+        config = TrainConfig(s.steps_per_round, s.lr, 0, 0.0, seed=s.seed + rnd)
+        losses.append(fit_bank(bank, pool, config, s.batch_size, tokenizer.pad_token_id, s.renormalise, fallback,
+                               f"tokmem memory round {rnd}/{len(added)}"))
+        tests = atomic.filter((pl.col("split") == "test") & pl.col("procedure").is_in(order))
+        outs = greedy(bank.materialise(), tokenizer, [ids(tokenizer, query_prompt(q)) for q in tests["query"]], s.max_new_tokens,
+                      s.eval_batch_size)
+        routes = [order[r] if 0 <= (r := routed(o, vocab)) < len(order) else -1 for o in outs]
+        texts = [text(tokenizer, o[1:] if routed(o, vocab) >= 0 else o) for o in outs]
+        frames.append(prediction_rows("tokmem", rnd, len(order), tests, texts, routes))
+    return bank, order, frames, losses
+
+
+def tool_track(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, fallback: torch.Tensor,
+               s: MemorySettings) -> tuple[torch.Tensor, pl.DataFrame, list[list[float]], int]:
+    """The calls track on a copy of the backbone: tool tokens added in rounds (seed + 100 + round); with tool_lora, the
+    first round also trains a LoRA (q/v) that is frozen afterwards. Tested once after the last round: the chain of
+    (tool, argument) calls. The tool rows, predictions, losses per round and the LoRA's parameter count."""
+    added = rounds(procedures, "tool")
+    calls = examples.filter((pl.col("track") == "calls") & (pl.col("set") == "tool"))
+    if not added or calls.is_empty():
+        return torch.zeros(0), pl.DataFrame(), [], 0
+    bank = MemoryBank(copy.deepcopy(backbone), emit=True)
+    order: list[int] = []
+    losses, lora_params = [], 0
+    for rnd, procs in enumerate(added, start=1):
+        bank.add(len(procs), bank.inactive_norm(fallback), seed=s.seed + 100 + rnd)
+        order += procs
+        if rnd == 1 and s.tool_lora:
+            lora_params = add_qv_lora(bank.model, s.lora_r, s.lora_alpha)
+        token_of = {p: bank.vocab + order.index(p) for p in order}
+        train = calls.filter((pl.col("split") == "train") & pl.col("tools").list.eval(pl.element().is_in(order)).list.all())
+        pool = [(ids(tokenizer, query_prompt(q)), calls_target(tokenizer, token_of, t, a))
+                for q, t, a in train.select("query", "tools", "args").iter_rows()]
+        if not pool:
+            raise ValueError(f"tokmem train_memory: no training calls use only the tools of rounds 1..{rnd}; "
+                             "raise synthesize.tool_train_calls")
+        config = TrainConfig(s.tool_steps_per_round, s.tool_lr, 0, 0.0, seed=s.seed + 100 + rnd)
+        losses.append(fit_bank(bank, pool, config, s.batch_size, tokenizer.pad_token_id, s.renormalise, fallback,
+                               f"tokmem tools round {rnd}/{len(added)}"))
+        bank.model.requires_grad_(False)  # the first-round LoRA is frozen afterwards
+    tests = calls.filter(pl.col("split") == "test")
+    outs = greedy(bank.materialise(), tokenizer, [ids(tokenizer, query_prompt(q)) for q in tests["query"]], s.max_call_tokens,
+                  s.eval_batch_size)
+    pred_tools, pred_args = [], []
+    for o in outs:
+        steps = [(i, text(tokenizer, t)) for i, t in split_at_memory(o, bank.vocab) if i >= 0]
+        pred_tools.append([order[i] if i < len(order) else -1 for i, _ in steps])
+        pred_args.append([m.group(1) if (m := re.search(r'"arg":\s*"([^"]*)"', call)) else "" for _, call in steps])
+    frame = tests.select("query", "answer", "tools", "args").with_columns(
+        pl.lit("tokmem_calls").alias("method"), pl.lit(len(added)).alias("round"), pl.lit(len(order)).alias("n_procedures"),
+        pl.Series("pred_tools", pred_tools, dtype=pl.List(pl.Int64)), pl.Series("pred_args", pred_args, dtype=pl.List(pl.String)))
+    return bank.rows().detach(), frame, losses, lora_params
+
+
+# ---------------------------------------------------------------- baselines
+
+Retrieved = list[tuple[pl.DataFrame, list[int], int]]  # per round: its test rows, the retrieved procedure per row, procedures seen
+
+
+def retrieval_by_round(encoder, added: list[list[int]], pids: list[int], descriptions: list[str],
+                       tests_all: pl.DataFrame) -> Retrieved:
+    """Per round, for every test query of the procedures added so far: the procedure whose description the encoder
+    ranks first among those procedures' descriptions (exact inner-product search)."""
+    from paperdag.retrieval import AnnIndex, encode
+
+    index = AnnIndex.build(encode(encoder, descriptions, progress=False), kind="flat", metric="ip")
+    query_vectors = encode(encoder, tests_all["query"].to_list(), progress=False)
+    position = {q: i for i, q in enumerate(tests_all["query"].to_list())}
+    seen: list[int] = []
+    out: Retrieved = []
+    for procs in added:
+        seen += procs
+        tests = tests_all.filter(pl.col("procedure").is_in(seen))
+        _, hits = index.search(query_vectors[[position[q] for q in tests["query"]]], 1, subset=[pids.index(p) for p in seen])
+        out.append((tests, [pids[h] for h in hits[:, 0]], len(seen)))
+    return out
+
+
+def rag(backbone, tokenizer, retrieved: Retrieved, desc: dict[int, str], max_new_tokens: int,
+        eval_batch_size: int) -> tuple[list[pl.DataFrame], int]:
+    """RAG: the retrieved procedure's description in the prompt (the backbone's described format); nothing trained."""
+    frames = []
+    for rnd, (tests, hits, n_seen) in enumerate(track(retrieved, description="tokmem RAG"), start=1):
+        prompts = [ids(tokenizer, described_prompt(q, desc[r])) for q, r in zip(tests["query"], hits, strict=True)]
+        outs = greedy(backbone, tokenizer, prompts, max_new_tokens, eval_batch_size)
+        frames.append(prediction_rows("rag", rnd, n_seen, tests, [text(tokenizer, o) for o in outs], hits))
+    return frames, 0
+
+
+def prompt_tuning(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFrame, retrieved: Retrieved,
+                  s: BaselineSettings) -> tuple[list[pl.DataFrame], int]:
+    """Prompt tuning: s.prompt_tokens input-only rows per procedure, prepended to its queries, trained per round
+    (seed + round); at test time the retrieved procedure's prompt is used. Predictions and trainable count."""
+    bank = MemoryBank(backbone, emit=False)
+    vocab_norm = float(backbone.get_input_embeddings().weight.norm(dim=-1).mean())
+    eos = [tokenizer.eos_token_id]
+    prompt_of: dict[int, list[int]] = {}
+    frames = []
+    for rnd, procs in enumerate(added, start=1):
+        rows = list(bank.add(len(procs) * s.prompt_tokens, vocab_norm, seed=s.seed + rnd))
+        prompt_of |= {p: rows[i * s.prompt_tokens : (i + 1) * s.prompt_tokens] for i, p in enumerate(procs)}
+        train = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(procs))
+        pool = [(prompt_of[p] + ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + eos)
+                for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
+        fit_bank(bank, pool, TrainConfig(s.steps_per_round, s.prompt_lr, 0, 0.0, seed=s.seed + rnd), s.batch_size,
+                 tokenizer.pad_token_id, False, bank.rows(), f"tokmem prompt tuning round {rnd}/{len(added)}")
+        tests, hits, n_seen = retrieved[rnd - 1]
+        prompts = [prompt_of[r] + ids(tokenizer, query_prompt(q)) for q, r in zip(tests["query"], hits, strict=True)]
+        vocab = bank.vocab
+        outs = greedy(bank.materialise(), tokenizer, prompts, s.max_new_tokens, s.eval_batch_size,
+                      rule=lambda logits: logits[0][:, :vocab])  # soft-prompt rows are never emitted
+        frames.append(prediction_rows("prompt_tuning", rnd, n_seen, tests, [text(tokenizer, o) for o in outs], hits))
+    return frames, int(bank.rows().numel())
+
+
+def sequential_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFrame, tests_all: pl.DataFrame, method: str,
+                    replay: float, s: BaselineSettings) -> tuple[list[pl.DataFrame], int]:
+    """One LoRA (q/v) on a copy of the backbone trained round after round on the new procedures (seed + round),
+    with `replay` of each batch drawn from earlier rounds' procedures (0: none); no routing."""
+    lm = copy.deepcopy(backbone)
+    trainable = add_qv_lora(lm, s.lora_r, s.lora_alpha)
+    eos = [tokenizer.eos_token_id]
+
+    def pool_of(ps: list[int]) -> Pool:
+        rows = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(ps))
+        return [(ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + eos)
+                for q, a in rows.select("query", "answer").iter_rows()]
+
+    done: list[int] = []
+    frames = []
+    for rnd, procs in enumerate(added, start=1):
+        pools, mixture = {"current": pool_of(procs)}, {"current": 1.0}
+        if replay > 0 and done:
+            pools["replay"], mixture = pool_of(done), {"current": 1.0 - replay, "replay": replay}
+        fit_causal_lm(lm, pools, mixture, TrainConfig(s.steps_per_round, s.lora_lr, 0, 0.0, seed=s.seed + rnd), s.batch_size,
+                      tokenizer.pad_token_id, description=f"tokmem {method} round {rnd}/{len(added)}")
+        done += procs
+        tests = tests_all.filter(pl.col("procedure").is_in(done))
+        outs = greedy(lm, tokenizer, [ids(tokenizer, query_prompt(q)) for q in tests["query"]], s.max_new_tokens, s.eval_batch_size)
+        frames.append(prediction_rows(method, rnd, len(done), tests, [text(tokenizer, o) for o in outs], [-1] * len(outs)))
+    return frames, trainable
+
+
+def run_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, encoder,
+                  s: BaselineSettings) -> tuple[list[pl.DataFrame], dict[str, float], dict[str, int]]:
+    """RAG, prompt tuning, sequential LoRA without and with replay on the memory procedures' rounds, in this order
+    (each LoRA's initialisation draws from torch's generator as the runs before left it): their predictions, the
+    seconds each took and its trainable parameter count."""
+    backbone.requires_grad_(False)
+    added = rounds(procedures, "memory")
+    memory = procedures.filter(pl.col("split") == "memory").sort("id")
+    pids, descriptions = memory["id"].to_list(), memory["description"].to_list()
+    atomic = examples.filter(pl.col("track") == "atomic")
+    tests_all = atomic.filter((pl.col("split") == "test") & pl.col("procedure").is_in(pids))
+    retrieved = retrieval_by_round(encoder, added, pids, descriptions, tests_all)
+    desc = dict(zip(pids, descriptions, strict=True))
+    runs = {"rag": lambda: rag(backbone, tokenizer, retrieved, desc, s.max_new_tokens, s.eval_batch_size),
+            "prompt_tuning": lambda: prompt_tuning(backbone, tokenizer, added, atomic, retrieved, s),
+            "lora_seq": lambda: sequential_lora(backbone, tokenizer, added, atomic, tests_all, "lora_seq", 0.0, s),
+            "lora_replay": lambda: sequential_lora(backbone, tokenizer, added, atomic, tests_all, "lora_replay", s.replay_fraction, s)}
+    frames, seconds, trainable = [], {}, {}
+    for name, run in runs.items():
+        start = time.perf_counter()
+        made, trainable[name] = run()
+        frames += made
+        seconds[name] = time.perf_counter() - start
+    return frames, seconds, trainable

@@ -1,0 +1,42 @@
+"""TokMem's knobs, as the params types its stages extend (light: pydantic, no torch): the memory and calls tracks'
+training, and the baselines' (each trained with the same steps per round and tested after every round)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySettings:
+    steps_per_round: PositiveInt  # memory track: optimiser steps per round
+    batch_size: PositiveInt
+    lr: PositiveFloat
+    tool_steps_per_round: PositiveInt  # calls track
+    tool_lr: PositiveFloat
+    tool_lora: bool  # the calls track's first round also trains a q/v LoRA (frozen afterwards)
+    lora_r: PositiveInt
+    lora_alpha: PositiveInt
+    renormalise: bool  # new rows rescaled to the inactive rows' mean norm after every step
+    max_new_tokens: PositiveInt
+    max_call_tokens: PositiveInt
+    eval_batch_size: PositiveInt
+    seed: int  # each round's seed is seed + round (calls track: seed + 100 + round)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineSettings:
+    encoder: str  # the retriever of RAG and prompt tuning (paperdag.retrieval.load_encoder)
+    steps_per_round: PositiveInt
+    batch_size: PositiveInt
+    prompt_tokens: PositiveInt  # prompt tuning: soft-prompt rows per procedure
+    prompt_lr: PositiveFloat
+    lora_r: PositiveInt
+    lora_alpha: PositiveInt
+    lora_lr: PositiveFloat
+    replay_fraction: Annotated[float, Field(ge=0, le=1)]  # lora_replay: share of each batch from earlier rounds
+    max_new_tokens: PositiveInt
+    eval_batch_size: PositiveInt
+    seed: int  # each round's seed is seed + round
