@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import yaml
 
-from paperdag.engine import numerics
+from paperdag.engine import artifacts, numerics
 from paperdag.engine.claims import Claim, claims_path
 from paperdag.engine.claims import parse as parse_claims
 from paperdag.engine.dag import Dag
@@ -32,15 +32,6 @@ from paperdag.engine.errors import SpecError
 from paperdag.engine.params import load_params, lookup, same_kind
 
 ArtifactKind = Literal["out", "metric", "plot"]
-ArtifactType = Literal["parquet", "json", "safetensors", "npy", "png", "dir"]
-
-_TYPES_BY_SUFFIX: dict[str, ArtifactType] = {
-    ".parquet": "parquet",
-    ".json": "json",
-    ".safetensors": "safetensors",
-    ".npy": "npy",
-    ".png": "png",
-}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ITEM = re.compile(r"\$\{item\.([^}]*)\}")
 _PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
@@ -57,7 +48,7 @@ class Artifact:
     name: str
     path: str  # relative to the repo root, no trailing slash
     kind: ArtifactKind
-    type: ArtifactType
+    type: str  # the name of its artifacts.ArtifactType (artifacts.TYPES)
 
 
 @dataclass(frozen=True)
@@ -417,19 +408,15 @@ def _name_to_path(file: str, key: str, doc: Any) -> dict[str, str]:
 
 
 def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> Artifact:
-    if raw.endswith("/"):
-        atype: ArtifactType = "dir"
-    else:
-        suffix = Path(raw).suffix
-        if suffix not in _TYPES_BY_SUFFIX:
-            known = ", ".join(_TYPES_BY_SUFFIX)
-            raise SpecError(file, key, f"unknown type '{suffix}' (known: {known}, or a trailing '/' for a directory)")
-        atype = _TYPES_BY_SUFFIX[suffix]
-    if kind == "metric" and atype != "json":
+    atype = artifacts.for_path(raw)
+    if atype is None:
+        known = ", ".join(artifacts.known_suffixes())
+        raise SpecError(file, key, f"unknown type '{Path(raw).suffix}' (known: {known}, or a trailing '/' for a directory)")
+    if kind == "metric" and atype.name != "json":
         raise SpecError(file, key, "metrics must be .json files")
-    if kind == "plot" and atype != "png":
+    if kind == "plot" and atype.name != "png":
         raise SpecError(file, key, "plots must be .png files")
-    return Artifact(name=name, path=raw.rstrip("/"), kind=kind, type=atype)
+    return Artifact(name=name, path=raw.rstrip("/"), kind=kind, type=atype.name)
 
 
 def _validate(project: Project, params: dict[str, Any]) -> None:
