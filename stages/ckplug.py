@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
+from paperdag.engine import Item
 from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.lm import contains_answer
 from paperdag.methods.ckplug import (
@@ -85,7 +86,7 @@ class TrainParams:
     warmup_steps: NonNegativeInt
     mixture: dict[str, NonNegativeFloat]
     max_new_tokens: PositiveInt
-    replicate: int  # from the matrix element (its seed is the engine's, per element)
+    item: Item  # the matrix element: item.replicate (its seed is the engine's, per element)
     seed: int
 
 
@@ -127,13 +128,13 @@ def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
     history: list[float] = []
     if params.steps > 0:
         config = TrainConfig(steps=params.steps, lr=params.lr, warmup_steps=params.warmup_steps, weight_decay=0.0, seed=params.seed)
-        history = fit_causal_lm(model, pools, params.mixture, config, params.batch_size, tokenizer.pad_token_id, description=f"ckplug train {params.replicate}")
+        history = fit_causal_lm(model, pools, params.mixture, config, params.batch_size, tokenizer.pad_token_id, description=f"ckplug train {params.item.replicate}")
     train_seconds = time.perf_counter() - start
     closed = train_rows.filter(pl.col("kind") == "closed_book")
     predictions = _decode(model, tokenizer, [[parametric_prompt(q) for q in closed["question"]]], plain, params.max_new_tokens, 256)[0]
     hits = [contains_answer(p, a) for p, a in zip(predictions, closed["answer"], strict=True)]
     stats = {
-        "replicate": params.replicate,
+        "replicate": params.item.replicate,
         "seed": params.seed,
         "closed_book_recall": sum(hits) / len(hits),
         "closed_book_questions": len(hits),
@@ -190,7 +191,7 @@ class InferParams:
     min_head: PositiveInt
     max_new_tokens: PositiveInt
     batch_size: PositiveInt
-    replicate: int  # from the matrix element: which replicate's model decodes
+    item: Item  # the matrix element: item.replicate, which replicate's model decodes
 
 
 def methods(params: InferParams) -> list[tuple[str, float | None, int, object]]:
@@ -213,7 +214,7 @@ def infer(params: InferParams, model: Path, counterfactual: pl.DataFrame, adapti
     lm, tokenizer = load_causal_lm(model)
     frames, timing = [], []
     jobs = [(name, table, m) for name, table in (("counterfactual", counterfactual), ("adaptive", adaptive)) for m in methods(params)]
-    for set_name, table, (method, alpha, use, rule) in track(jobs, description=f"ckplug infer {params.replicate}"):
+    for set_name, table, (method, alpha, use, rule) in track(jobs, description=f"ckplug infer {params.item.replicate}"):
         with_context = [context_prompt(c, q) for c, q in zip(table["context"], table["question"], strict=True)]
         without = [parametric_prompt(q) for q in table["question"]]
         views = {0: [without], 1: [with_context], 2: [with_context, without]}[use]
@@ -224,7 +225,7 @@ def infer(params: InferParams, model: Path, counterfactual: pl.DataFrame, adapti
         timing.append({"set": set_name, "method": method, "alpha": alpha, **cost,
                        "tokens_per_s": cost["new_tokens"] / cost["seconds"] if cost["seconds"] else None})
     predictions = pl.concat(frames, how="diagonal_relaxed")
-    return {"predictions": predictions, "decode_stats": {"replicate": params.replicate, "runs": timing}}
+    return {"predictions": predictions, "decode_stats": {"replicate": params.item.replicate, "runs": timing}}
 
 
 # ---------------------------------------------------------------- evaluate (gathers every replicate)
@@ -285,9 +286,9 @@ def evaluate(params: EvaluateParams, train_stats: dict[str, dict], predictions: 
     closed-book recall, decoding cost. Over replicates: 95 % t intervals of each, and the paired differences adaptive
     - RAG and adaptive - no-RAG (same replicate, same items) with their minimum detectable difference. The MR-vs-alpha
     plot shows the mean over replicates and each replicate."""
-    keys = sorted(predictions, key=int)
+    keys = list(predictions)  # the matrix's order
     for name, gathered in (("train_stats", train_stats), ("decode_stats", decode_stats)):
-        if sorted(gathered, key=int) != keys:
+        if list(gathered) != keys:
             raise ValueError(f"evaluate: {name} replicates {sorted(gathered)} differ from predictions' {keys}")
     per = {k: _replicate(train_stats[k], predictions[k], decode_stats[k]) for k in keys}
     col = {name: [p[name] for p in per.values()] for name in next(iter(per.values())) if name != "table"}

@@ -18,7 +18,7 @@ TYPES. A new type is a subclass registered once:
         def write(self, value, path):
             value.write_csv(path)
 
-    register(Csv())
+    register_type(Csv())
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import fnmatch
 import io
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,7 +91,7 @@ class ArtifactType:
 TYPES: dict[str, ArtifactType] = {}
 
 
-def register(t: ArtifactType) -> ArtifactType:
+def register_type(t: ArtifactType) -> ArtifactType:
     """Make `t` known by its name and suffixes; a name or suffix already taken is an error."""
     taken = [s for s in t.suffixes if any(s in other.suffixes for other in TYPES.values())]
     if not t.name or t.name in TYPES or taken:
@@ -381,7 +382,7 @@ class Dir(ArtifactType):
 
 
 for _t in (Parquet(), Json(), Jsonl(), Safetensors(), Npy(), Png(), Dir()):
-    register(_t)
+    register_type(_t)
 
 
 # ---------------------------------------------------------------- helpers of the types
@@ -396,8 +397,8 @@ def _to_numpy(v: Any) -> Any:
 
 
 def _plain(v: Any) -> Any:
-    """numpy scalars/arrays -> plain JSON values; NaN/inf rejected with the key path."""
-    if isinstance(v, dict):
+    """numpy scalars/arrays -> plain JSON values, mappings (a matrix item) -> objects; NaN/inf rejected."""
+    if isinstance(v, Mapping):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]

@@ -162,16 +162,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         flow.serve(root)
         return 0
     if args.command == "lineage":
-        from paperdag.engine import lineage
+        from paperdag.engine.lineage import mermaid, trace, tree
 
-        graph = lineage.trace(root, args.target)
-        print(json.dumps(graph, indent=2) if args.json else lineage.mermaid(graph) if args.mermaid else lineage.tree(graph))
+        graph = trace(root, args.target)
+        print(json.dumps(graph, indent=2) if args.json else mermaid(graph) if args.mermaid else tree(graph))
         return 0
     if args.command == "verify":
-        from paperdag.engine import verify
+        from paperdag.engine.verify import format_results, verify_recorded
 
-        results = verify.verify_recorded(root, args.target, args.against_lock, rtol=args.rtol, workers=args.workers)
-        print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
+        results = verify_recorded(root, args.target, args.against_lock, rtol=args.rtol, workers=args.workers)
+        print(json.dumps(results, indent=2) if args.json else format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
     if args.command == "audit":
         from paperdag.engine.audit import audit, format_audit

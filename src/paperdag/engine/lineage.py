@@ -119,6 +119,9 @@ def trace(root: Path, target: str) -> dict[str, Any]:
     return {"target": start, "nodes": nodes, "edges": edges}
 
 
+lineage = trace  # the name paperdag.engine exports
+
+
 def tree(graph: dict[str, Any]) -> str:
     nodes, edges = graph["nodes"], graph["edges"]
     parents: dict[str, list[str]] = {}

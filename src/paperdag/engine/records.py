@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,10 +152,11 @@ def pending(root: Path) -> list[Path]:
     return sorted(d.glob("*.json")) if d.is_dir() else []
 
 
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings (a matrix item too) as dotted keys."""
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict):
+        if isinstance(v, Mapping):
             out.update(flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v

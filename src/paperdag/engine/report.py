@@ -100,10 +100,10 @@ def _md_table(rows: list[dict[str, Any]]) -> str:
 
 def _audit(root: Path) -> dict[str, Any]:
     """The audit of every pipeline (audit.py), or {'error': why} when it cannot run (no dvc.lock yet)."""
-    from paperdag.engine import audit
+    from paperdag.engine.audit import audit
 
     try:
-        return audit.audit(root)
+        return audit(root)
     except PaperdagError as e:
         return {"error": str(e), "pipelines": {}}
 
