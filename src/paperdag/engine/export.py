@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,9 @@ def _producing_runs(root: Path, stages: dict[str, dict[str, Any]]) -> dict[str, 
 def _iso(ms: int | None) -> str | None:
     if not ms:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 class _Builder:

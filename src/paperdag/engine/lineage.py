@@ -74,7 +74,7 @@ def runs_by_output(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
                     }
                 )
     for runs in found.values():
-        runs.sort(key=lambda r: -r["start_ms"])
+        runs.sort(key=lambda r: int(r["start_ms"]), reverse=True)
     return found
 
 

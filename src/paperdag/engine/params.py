@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Callable, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -44,6 +44,7 @@ class Item(Mapping[str, "str | int"]):
     outputs gets a dict keyed by the elements' Items, in the matrix's order. Outside a matrix it is empty (falsy)."""
 
     __slots__ = ("_values",)
+    _values: dict[str, str | int]
 
     def __init__(self, values: Mapping[str, str | int] | None = None) -> None:
         object.__setattr__(self, "_values", dict(values or {}))

@@ -27,8 +27,8 @@ from paperdag.engine import artifacts, numerics
 from paperdag.engine.claims import Claim, claims_path
 from paperdag.engine.claims import parse as parse_claims
 from paperdag.engine.dag import Dag
-from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import SpecError
+from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.params import Item, load_params, lookup, same_kind
 
 ArtifactKind = Literal["out", "metric", "plot"]
@@ -304,7 +304,7 @@ def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], para
     template = _parse_stage(file, pipeline, name, body)
     elements: dict[str, Stage] = {}
     for combo in itertools.product(*values.values()):
-        item = Item(dict(zip(values, combo)))
+        item = Item(dict(zip(values, combo, strict=True)))
         key = str(item)
         stage = _parse_stage(file, pipeline, name, _substitute(file, f"stages.{name}", body, item))
         elements[key] = replace(stage, name=f"{name}@{key}", item=item)

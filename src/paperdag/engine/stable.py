@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 from pathlib import Path
+
 import yaml
 
 from paperdag.engine import artifacts, dvc

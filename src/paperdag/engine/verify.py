@@ -20,17 +20,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from paperdag.engine.records import DRAIN_ENV
-from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 from paperdag.engine import artifacts, dvc, stable
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.params import load_params
+from paperdag.engine.records import DRAIN_ENV
 from paperdag.engine.spec import Artifact, Stage, load_project, param_paths
+from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 
 
 def _stages(root: Path, target: str) -> list[Stage]:
@@ -146,7 +146,7 @@ def _rerun(root: Path, stages: list[Stage], check: Any, workers: int | None = No
             if r.returncode != 0:
                 raise PaperdagError(f"verify: stage {s.address} failed in the scratch workspace (exit {r.returncode})")
 
-        pending, running, done = list(stages), {}, set()
+        pending, running, done = list(stages), dict[Future[None], Stage](), set[str]()
         with ThreadPoolExecutor(workers) as pool:
             while pending or running:
                 for s in [s for s in pending if needs[s.address] <= done][: workers - len(running)]:
@@ -225,12 +225,12 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
         for a in s.outputs.values():
             want = locked_md5.get(a.path)
             got = dvc_md5(scratch / a.path)
-            row = {"stage": s.address, "output": a.name, "path": a.path, "locked_md5": want, "md5": got}
+            row: dict[str, Any] = {"stage": s.address, "output": a.name, "path": a.path, "locked_md5": want, "md5": got}
             if got == want:
                 row.update(reproduced=True, how="bit-identical to dvc.lock")
             elif _volatile(s.volatile, a.name):
                 row.update(reproduced=True, how="volatile output, not compared")
-            elif (recorded := stable_lock.get(a.path, {}).get(want)) is not None:
+            elif (recorded := stable_lock.get(a.path, {}).get(want or "")) is not None:
                 mine = stable.digest(a, scratch / a.path, s.volatile)
                 same = mine == recorded
                 row.update(reproduced=same, how="identical to dvc.lock's version except its volatile values" if same
