@@ -280,8 +280,8 @@ def _table(per: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def evaluate(params: EvaluateParams, train_stats: dict[str, dict], predictions: dict[str, pl.DataFrame],
-             decode_stats: dict[str, dict]) -> dict[str, object]:
+def evaluate(params: EvaluateParams, train_stats: dict[Item, dict], predictions: dict[Item, pl.DataFrame],
+             decode_stats: dict[Item, dict]) -> dict[str, object]:
     """Per replicate: ConR, ParR, MR per method and alpha (counterfactual set), accuracy per method (adaptive set),
     closed-book recall, decoding cost. Over replicates: 95 % t intervals of each, and the paired differences adaptive
     - RAG and adaptive - no-RAG (same replicate, same items) with their minimum detectable difference. The MR-vs-alpha
@@ -289,7 +289,7 @@ def evaluate(params: EvaluateParams, train_stats: dict[str, dict], predictions: 
     keys = list(predictions)  # the matrix's order
     for name, gathered in (("train_stats", train_stats), ("decode_stats", decode_stats)):
         if list(gathered) != keys:
-            raise ValueError(f"evaluate: {name} replicates {sorted(gathered)} differ from predictions' {keys}")
+            raise ValueError(f"evaluate: {name} replicates {list(gathered)} differ from predictions' {keys}")
     per = {k: _replicate(train_stats[k], predictions[k], decode_stats[k]) for k in keys}
     col = {name: [p[name] for p in per.values()] for name in next(iter(per.values())) if name != "table"}
     headline: dict[str, object] = {
