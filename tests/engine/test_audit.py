@@ -14,8 +14,7 @@ from typing import Any
 import yaml
 
 from paperdag.engine import tracking
-from paperdag.engine.audit import audit
-from paperdag.engine.audit import LINKS
+from paperdag.engine.audit import LINKS, NOT_VERIFIED, audit
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.verify import VERIFY_EXPERIMENT
 from support import cli, dvc, git
@@ -59,7 +58,7 @@ def test_a_built_project_audits_ok_from_the_run_index(built_toy: Path, monkeypat
         assert [x["link"] for x in o["links"]] == list(LINKS)
         statuses = {x["link"]: x["status"] for x in o["links"]}
         assert statuses == {**dict.fromkeys(LINKS, "ok"), "verify": "info"}, (o["path"], o["links"])
-        assert o["ok"] and o["verify"] == audit.NOT_VERIFIED and o["run_id"] in o["runs"]
+        assert o["ok"] and o["verify"] == NOT_VERIFIED and o["run_id"] in o["runs"]
     assert outs["data/toy/left.npy"]["stage"] == "toy:left" and outs["data/toy/left.npy"]["dvc_stage"] == "toy-left"
     code = ("import sys; from paperdag.engine.audit import audit, format_audit; r = audit('.'); "
             "print(format_audit(r)); print(r['ok'], 'mlflow' in sys.modules)")

@@ -18,10 +18,10 @@ lineage = importlib.import_module("paperdag.engine.lineage")  # the module (pape
 PARAMS_B = {"params.yaml": {"p.b": 2}}
 LOCK = {"schema": "2.0", "stages": {
     "p-a": {"cmd": "paperdag stage p:a", "deps": [{"path": "stages/p.py", "md5": "c0de" * 8}],
-            "params": {"params.yaml": {"p.a": 1}}, "outs": [{"path": "data/a.json", "md5": "aaaa1111" * 4}]},
-    "p-b": {"cmd": "paperdag stage p:b", "deps": [{"path": "data/a.json", "md5": "aaaa1111" * 4},
+            "params": {"params.yaml": {"p.a": 1}}, "outs": [{"path": "data/a.json", "md5": "abcdef11" * 4}]},
+    "p-b": {"cmd": "paperdag stage p:b", "deps": [{"path": "data/a.json", "md5": "abcdef11" * 4},
                                                   {"path": "stages/p.py", "md5": "c0de" * 8}],
-            "params": PARAMS_B, "outs": [{"path": "data/b.json", "md5": "aaaa2222" * 4}]},
+            "params": PARAMS_B, "outs": [{"path": "data/b.json", "md5": "abcdef22" * 4}]},
 }}
 
 
@@ -34,7 +34,7 @@ def _run(run_id: str, params: str, start_ms: int) -> dict[str, str | int]:
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(LOCK))
     runs: dict[tuple[str, str], list[Any]] = {
-        ("data/b.json", "aaaa2222" * 4): [_run("run-new", canonical_json(PARAMS_B), 2), _run("run-other", '{"x":1}', 3),
+        ("data/b.json", "abcdef22" * 4): [_run("run-new", canonical_json(PARAMS_B), 2), _run("run-other", '{"x":1}', 3),
                                           _run("run-legacy", "", 1)],
     }
     monkeypatch.setattr(lineage, "runs_by_output", lambda root: runs)
@@ -61,9 +61,9 @@ def test_an_artifacts_runs_are_those_with_its_md5_and_dvc_locks_params(root: Pat
 
 
 def test_a_target_may_be_an_md5_prefix_and_a_wrong_one_is_named(root: Path) -> None:
-    assert lineage.trace(root, "aaaa1111")["target"] == "data/a.json"
-    with pytest.raises(PaperdagError, match="md5 prefix aaaa matches several artifacts: data/a.json, data/b.json"):
-        lineage.trace(root, "aaaa")
+    assert lineage.trace(root, "abcdef11")["target"] == "data/a.json"
+    with pytest.raises(PaperdagError, match="md5 prefix abcdef matches several artifacts: data/a.json, data/b.json"):
+        lineage.trace(root, "abcdef")
     with pytest.raises(PaperdagError, match="data/zzz.json: no stage output in dvc.lock has this path or md5"):
         lineage.trace(root, "data/zzz.json")
     with pytest.raises(PaperdagError, match="is outside the project"):
@@ -76,7 +76,7 @@ def test_tree_and_mermaid_show_every_node_once(root: Path) -> None:
     graph = lineage.trace(root, "data/b.json")
     text = lineage.tree(graph)
     first = text.splitlines()[0]
-    assert first.startswith("data/b.json  md5 aaaa2222aaaa  <- p:b  runs: run-new @ abc1234567, run-legacy @ abc1234567")
+    assert first.startswith("data/b.json  md5 abcdef22abcd  <- p:b  runs: run-new @ abc1234567, run-legacy @ abc1234567")
     assert "(md5 only: no params recorded)" in first and "params: p.b=2" in text
     assert text.count("stages/p.py") == 2 and "(see above)" not in text  # a source is shown under each consumer
     chart = lineage.mermaid(graph).splitlines()

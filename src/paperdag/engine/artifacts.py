@@ -61,7 +61,7 @@ class ArtifactType:
 
     name: str = ""
     suffixes: tuple[str, ...] = ()  # file suffixes that select it (a path ending in "/" is the "dir" type)
-    media_type: str = ""  # its IANA media type, where it has one (RO-Crate's encodingFormat)
+    media_type: str = ""  # its media type, where it has one (RO-Crate's encodingFormat)
     has_values: bool = False  # volatile patterns may name values inside it ("<output>.<key>"): json, jsonl, parquet
 
     def read(self, path: Path) -> Any:
