@@ -128,7 +128,7 @@ def test_model_path_loads_a_local_checkpoint_instead_of_training(chained: dict) 
     """train with model_path set to a saved checkpoint (as a real local HF model would be) uses it with 0 steps:
     same closed-book recall as the model it was saved from."""
     p = chained["params"]["train"] | {"model_path": str(chained["model_dir"]), "steps": 0}
-    again = ckplug.train(ckplug.TrainParams(**p, replicate=0, seed=2), chained["synthesize"]["train_rows"])
+    again = ckplug.train(ckplug.TrainParams(**p, item=Item({"replicate": 0}), seed=2), chained["synthesize"]["train_rows"])
     assert again["train_stats"]["closed_book_recall"] == chained["train"]["train_stats"]["closed_book_recall"]
     assert again["train_stats"]["model"] == str(chained["model_dir"])
 
@@ -137,4 +137,4 @@ def test_unknown_mixture_kind_is_rejected(chained: dict) -> None:
     """A mixture key that is not a training kind names the params key at fault."""
     p = chained["params"]["train"] | {"mixture": {"closed_book": 1.0, "quiz": 0.5}}
     with pytest.raises(ValueError, match="ckplug.train.mixture"):
-        ckplug.train(ckplug.TrainParams(**p, replicate=0, seed=2), chained["synthesize"]["train_rows"])
+        ckplug.train(ckplug.TrainParams(**p, item=Item({"replicate": 0}), seed=2), chained["synthesize"]["train_rows"])
