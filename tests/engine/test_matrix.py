@@ -3,6 +3,8 @@ each element typed and seeded on its own, a stage gathering every element, and c
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -59,9 +61,14 @@ def test_matrix_item_reaches_the_stage_as_params_item(monkeypatch: pytest.Monkey
         build(MakeParams, collect(params, ("grid.make",)), 5, "grid:make@b-1", item)
 
 
+@dataclasses.dataclass(frozen=True)
+class Wrapper:
+    item: Item
+
+
 def test_item_is_an_immutable_hashable_mapping_named_like_dvc() -> None:
     """An Item reads by attribute or key, is hashable (a gathered input's dict key), refuses changes, names a missing
-    value with the names it has, and is empty (falsy) outside a matrix."""
+    value with the names it has, copies (a params dataclass's asdict) and is empty (falsy) outside a matrix."""
     item = Item({"arm": "a", "replicate": 0})
     assert item.arm == item["arm"] == "a" and dict(item) == {"arm": "a", "replicate": 0} and str(item) == "a-0"
     assert {item: 1}[Item({"arm": "a", "replicate": 0})] == 1 and item != Item({"arm": "a", "replicate": 1})
@@ -69,6 +76,7 @@ def test_item_is_an_immutable_hashable_mapping_named_like_dvc() -> None:
         item.arm = "b"  # type: ignore[misc]
     with pytest.raises(AttributeError, match=r"no value 'seed' \(its names: arm, replicate\)"):
         _ = item.seed
+    assert copy.deepcopy(item) == item and dataclasses.asdict(Wrapper(item)) == {"item": item}
     assert not Item() and str(Item()) == ""
 
 

@@ -76,6 +76,9 @@ class Item(Mapping[str, "str | int"]):
     def __repr__(self) -> str:
         return f"Item({self._values!r})"
 
+    def __reduce__(self) -> tuple[type[Item], tuple[dict[str, str | int]]]:  # copy.copy / deepcopy (dataclasses.asdict)
+        return Item, (self._values,)
+
 
 def load_params(root: Path) -> dict[str, Any]:
     path = Path(root) / PARAMS_FILE
