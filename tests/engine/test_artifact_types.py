@@ -4,6 +4,7 @@ project registers itself."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 from pathlib import Path
@@ -175,3 +176,24 @@ def test_an_unknown_suffix_in_a_declaration_lists_the_known_ones(tmp_path: Path)
     with pytest.raises(SpecError, match=r"^pipelines/toy.yaml: stages.left.outs.values: unknown type '.txt' \(known: "
                                         r".parquet, .json, .jsonl, .safetensors, .npy, .png, or a trailing '/'"):
         load_project(repo)
+
+
+def test_an_installed_package_registers_its_types_through_an_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A suffix no built-in type has loads the "paperdag.artifact_types" entry points once (a class is instantiated),
+    so a declaration may name a package's type before any stage module is imported."""
+    loads: list[str] = []
+
+    class EntryPoint:
+        def load(self) -> type[ArtifactType]:
+            loads.append("csv")
+            return Csv
+
+    monkeypatch.setattr(artifacts, "_plugins_loaded", False)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: [EntryPoint()] if group == artifacts.ENTRY_POINTS else [])
+    monkeypatch.delitem(artifacts.TYPES, "csv_test", raising=False)
+    try:
+        assert artifacts.for_path("data/x.csv").name == "csv_test"  # type: ignore[union-attr]
+        assert artifacts.for_path("data/x.txt") is None and loads == ["csv"]
+    finally:
+        artifacts.TYPES.pop("csv_test", None)

@@ -19,6 +19,10 @@ TYPES. A new type is a subclass registered once:
             value.write_csv(path)
 
     register_type(Csv())
+
+A package makes its types known to every paperdag command (which parse pipelines/ before importing any stage module)
+through the entry-point group "paperdag.artifact_types" (`csv = "mypkg.types:Csv"`, a class or an instance), loaded
+the first time a name or suffix is not among the built-in types.
 """
 
 from __future__ import annotations
@@ -100,7 +104,26 @@ def register_type(t: ArtifactType) -> ArtifactType:
     return t
 
 
+ENTRY_POINTS = "paperdag.artifact_types"
+_plugins_loaded = False
+
+
+def _load_plugins() -> None:
+    """Register the types installed packages declare under ENTRY_POINTS (once per process)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINTS):
+        t = ep.load()
+        register_type(t() if isinstance(t, type) else t)
+
+
 def get(name: str) -> ArtifactType:
+    if name not in TYPES:
+        _load_plugins()
     if name not in TYPES:
         raise StageError(f"unknown artifact type {name} (known: {', '.join(TYPES)})")
     return TYPES[name]
@@ -111,6 +134,8 @@ def for_path(path: str) -> ArtifactType | None:
     if path.endswith("/"):
         return TYPES["dir"]
     suffix = Path(path).suffix
+    if suffix not in known_suffixes():
+        _load_plugins()
     return next((t for t in TYPES.values() if suffix in t.suffixes), None)
 
 
