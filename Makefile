@@ -39,6 +39,11 @@ repro: $(VENV)/.installed bytecode
 test: $(VENV)/.installed bytecode
 	$(PY) -m pytest
 
+# ruff and mypy over the engine (their rules: pyproject.toml); CI runs it before the tests. ~10 s cold.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src/paperdag/engine
+	$(VENV)/bin/mypy
+
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_engine.py
 	$(PY) benchmarks/bench_mfc.py

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveInt
 
+from paperdag.engine import Item
 from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.figures import loss_curves, panels
 from paperdag.lm import TinyLMConfig
@@ -61,7 +62,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 class TrainParams(TinyLMConfig):
     mixture: dict[Kind, NonNegativeFloat]
     max_new_tokens: PositiveInt
-    replicate: int  # from the matrix element (its seed is the engine's, per element)
+    item: Item  # the matrix element: item.replicate (its seed is the engine's, per element)
 
 
 def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
@@ -76,14 +77,14 @@ def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
     history: list[float] = []
     if params.steps > 0:
         history = fit_pools(model, training_pools(tokenizer, train_rows), params.mixture, params, tokenizer.pad_token_id,
-                            f"ckplug train {params.replicate}").losses["loss"]
+                            f"ckplug train {params.item.replicate}").losses["loss"]
     train_seconds = time.perf_counter() - start
     recall, questions = closed_book_recall(model, tokenizer, train_rows, params.max_new_tokens)
-    stats = {"replicate": params.replicate, "seed": params.seed, "closed_book_recall": recall, "closed_book_questions": questions,
+    stats = {"replicate": params.item.replicate, "seed": params.seed, "closed_book_recall": recall, "closed_book_questions": questions,
              **lm_stats(model, tokenizer, params, history, train_seconds)}
     fig, (ax,) = panels(6, 3.2)
     loss_curves(ax, {"loss": history}, ylabel="target cross-entropy",
-                title=f"ckplug train {params.replicate}: closed-book recall {recall:.1%}")
+                title=f"ckplug train {params.item.replicate}: closed-book recall {recall:.1%}")
     return {"model": checkpoint_writer(model, tokenizer), "train_stats": stats, "loss_curve": fig}
 
 
@@ -99,7 +100,7 @@ class InferParams:
     min_head: PositiveInt
     max_new_tokens: PositiveInt
     batch_size: PositiveInt
-    replicate: int  # from the matrix element: which replicate's model decodes
+    item: Item  # the matrix element: item.replicate, which replicate's model decodes
 
     def __post_init__(self) -> None:
         if 0.0 not in self.alphas or 1.0 not in self.alphas:
@@ -116,8 +117,8 @@ def infer(params: InferParams, model: Path, counterfactual: pl.DataFrame, adapti
     p = params
     methods = method_rules(p.alphas, p.cad_beta, p.conflict_rule, p.relative_top, p.min_head)
     predictions, timing = run_methods(lm, tokenizer, {"counterfactual": counterfactual, "adaptive": adaptive}, methods,
-                                      p.max_new_tokens, p.batch_size, f"ckplug infer {p.replicate}")
-    return {"predictions": predictions, "decode_stats": {"replicate": p.replicate, "runs": timing}}
+                                      p.max_new_tokens, p.batch_size, f"ckplug infer {p.item.replicate}")
+    return {"predictions": predictions, "decode_stats": {"replicate": p.item.replicate, "runs": timing}}
 
 
 # ---------------------------------------------------------------- evaluate (gathers every replicate)
@@ -128,16 +129,16 @@ class EvaluateParams:
     """No knobs: the claims' thresholds live in pipelines/ckplug.yaml `claims:`."""
 
 
-def evaluate(params: EvaluateParams, train_stats: dict[str, dict], predictions: dict[str, pl.DataFrame],
-             decode_stats: dict[str, dict]) -> dict[str, object]:
+def evaluate(params: EvaluateParams, train_stats: dict[Item, dict], predictions: dict[Item, pl.DataFrame],
+             decode_stats: dict[Item, dict]) -> dict[str, object]:
     """Per replicate: ConR, ParR, MR per method and alpha (counterfactual set), accuracy per method (adaptive set),
     closed-book recall, decoding cost. Over replicates: 95 % t intervals of each, and the paired differences adaptive
     - RAG and adaptive - no-RAG (same replicate, same items) with their minimum detectable difference. The MR-vs-alpha
     plot shows the mean over replicates and each replicate."""
-    keys = sorted(predictions, key=int)
+    keys = list(predictions)  # the matrix's order
     for name, gathered in (("train_stats", train_stats), ("decode_stats", decode_stats)):
-        if sorted(gathered, key=int) != keys:
-            raise ValueError(f"evaluate: {name} replicates {sorted(gathered)} differ from predictions' {keys}")
+        if list(gathered) != keys:
+            raise ValueError(f"evaluate: {name} replicates {list(gathered)} differ from predictions' {keys}")
     per = {k: replicate_numbers(train_stats[k]["closed_book_recall"], predictions[k], decode_stats[k]["runs"]) for k in keys}
     metrics = {"headline": headline(per), "table": interval_table(per), "replicates": per}
     return {"metrics": metrics, "mr_vs_alpha": mr_vs_alpha(per)}

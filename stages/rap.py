@@ -17,6 +17,7 @@ import polars as pl
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from rich.progress import track
 
+from paperdag.engine import Item
 from paperdag.methods.rap.figures import pdms_per_arm, rollout_strip
 from paperdag.methods.rap import Perturbation, cross_agent_candidates, ego_progress, future_in_frame, l2_at, pdm_score, recovery_sample
 from paperdag.sim.driving.figures import views_figure
@@ -209,8 +210,7 @@ class TrainParams:
     pair_weight: NonNegativeFloat
     pair_batch: PositiveInt
     threads: PositiveInt
-    arm: str  # from the matrix element
-    replicate: int
+    item: Item  # the matrix element: item.arm, item.replicate
     seed: int
 
 
@@ -237,15 +237,15 @@ def train(params: TrainParams, train_set: pl.DataFrame, real: np.ndarray, raster
     torch.set_num_threads(p.threads)
     unknown = sorted(set(p.sources) - set(SOURCES))
     if unknown or not p.sources:
-        raise ValueError(f"params.yaml rap.arms.{p.arm}.sources: unknown or empty {unknown or p.sources}; choose from {SOURCES}")
+        raise ValueError(f"params.yaml rap.arms.{p.item.arm}.sources: unknown or empty {unknown or p.sources}; choose from {SOURCES}")
     start = time.perf_counter()
     samples = _samples(train_set, p.sources, {"real": real, "raster": raster, "aug": aug})
     paired = train_set.filter(pl.col("source") == "real_log")["index"].to_numpy()
     cfg = TrainConfig(p.steps, p.batch_size, p.lr, tuple(p.channels), p.feature_dim, p.domain_adversarial, p.paired_l2, p.domain_weight,
                       p.pair_weight, p.pair_batch)
-    model, history = train_planner(samples, raster[paired], real[paired], cfg, p.seed, description=f"rap train {p.arm}-{p.replicate}")
+    model, history = train_planner(samples, raster[paired], real[paired], cfg, p.seed, description=f"rap train {p.item}")
     tail = history[-max(1, len(history) // 10):]
-    stats = {"arm": p.arm, "replicate": p.replicate, "samples": len(samples.images),
+    stats = {"arm": p.item.arm, "replicate": p.item.replicate, "samples": len(samples.images),
              "samples_by_source": dict(train_set.filter(pl.col("source").is_in(p.sources)).group_by("source").len().iter_rows()),
              "final": {k: float(np.mean([h[k] for h in tail])) for k in tail[0]} if tail else {},
              "l1": [h["l1"] for h in history], "train_seconds": time.perf_counter() - start}
@@ -269,15 +269,8 @@ class SimulateParams:
     seed: int
 
 
-def _element(key: str) -> tuple[str, int]:
-    arm, _, replicate = key.rpartition("-")
-    if arm not in ARMS or not replicate.isdigit():
-        raise ValueError(f"simulate: model key '{key}' is not <arm>-<replicate> with an arm of {ARMS}")
-    return arm, int(replicate)
-
-
 def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFrame, real: np.ndarray,
-             models: dict[str, dict]) -> dict[str, object]:
+             models: dict[Item, dict]) -> dict[str, object]:
     """Closed-loop roll-outs of every trained planner (and of the expert) on the held-out scenarios, seeing real
     camera images only; per-episode NC, DAC, TTC, EP, comfort and PDMS; open-loop L2 on the held-out logged frames."""
     import torch
@@ -300,10 +293,10 @@ def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFra
     status = test_frames.select("speed", "accel").to_numpy().astype(np.float32)
     target = np.array(test_frames["target"].to_list(), np.float32).reshape(len(idx), -1, 2)
     open_loop, strip_episodes = [], {}
-    for key in track(sorted(models, key=lambda k: (ARMS.index(_element(k)[0]), _element(k)[1])), description="rap simulate"):
-        arm, replicate = _element(key)
-        model = load_planner(models[key])
-        h, w = (int(x) for x in models[key]["meta.image_size"])
+    for item, weights in track(models.items(), description="rap simulate"):
+        arm, replicate = item.arm, item.replicate
+        model = load_planner(weights)
+        h, w = (int(x) for x in weights["meta.image_size"])
         planner = lambda images, st, m=model: predict(m, images, st.astype(np.float32))  # noqa: E731
         keep = replicate == 0 and arm in (p.strip_arm, "il_real")
         episodes = drive(held_out, planner, Camera(h, w), p.duration, p.dt, p.replan_every, p.waypoint_interval, p.route_length,

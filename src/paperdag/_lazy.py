@@ -99,7 +99,9 @@ class _CallbacksAfter(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module: types.ModuleType) -> None:
-        module.__loader__ = module.__spec__.loader = self._loader  # the module sees its own loader, not this one
+        module.__loader__ = self._loader  # the module sees its own loader, not this one
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
         self._loader.exec_module(module)
         for callback in _waiting.pop(module.__name__, []):
             callback(module)

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from paperdag.engine import audit, tracking
-from paperdag.engine.audit import LINKS
+from paperdag.engine import tracking
+from paperdag.engine.audit import LINKS, NOT_VERIFIED, audit
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.verify import VERIFY_EXPERIMENT
 from support import cli, dvc, git
@@ -58,7 +58,7 @@ def test_a_built_project_audits_ok_from_the_run_index(built_toy: Path, monkeypat
         assert [x["link"] for x in o["links"]] == list(LINKS)
         statuses = {x["link"]: x["status"] for x in o["links"]}
         assert statuses == {**dict.fromkeys(LINKS, "ok"), "verify": "info"}, (o["path"], o["links"])
-        assert o["ok"] and o["verify"] == audit.NOT_VERIFIED and o["run_id"] in o["runs"]
+        assert o["ok"] and o["verify"] == NOT_VERIFIED and o["run_id"] in o["runs"]
     assert outs["data/toy/left.npy"]["stage"] == "toy:left" and outs["data/toy/left.npy"]["dvc_stage"] == "toy-left"
     code = ("import sys; from paperdag.engine.audit import audit, format_audit; r = audit('.'); "
             "print(format_audit(r)); print(r['ok'], 'mlflow' in sys.modules)")
@@ -81,7 +81,7 @@ def test_an_edited_output_breaks_its_file_link_and_a_cached_one_does_not(built_t
     model = built_toy / "data/toy/model"
     listed = sorted(p for p in model.rglob("*") if p.is_file())
     subprocess.run(["rm", "-r", str(model)], check=True)
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert set(broken(result)) == {("data/toy/left.npy", "file")}
     assert "dvc.lock" in broken(result)[("data/toy/left.npy", "file")] and "cache" in broken(result)[("data/toy/left.npy", "file")]
     assert "DVC's cache holds" in {x["link"]: x["detail"] for x in outputs(result)["data/toy/model"]["links"]}["file"]
@@ -92,7 +92,7 @@ def test_an_edited_output_breaks_its_file_link_and_a_cached_one_does_not(built_t
     assert len(manifest) == len(listed) > 0
     first = manifest[0]["md5"]
     (built_toy / ".dvc/cache/files/md5" / first[:2] / first[2:]).unlink()
-    assert ("data/toy/model", "file") in broken(audit.audit(built_toy))
+    assert ("data/toy/model", "file") in broken(audit(built_toy))
 
 
 def test_a_deleted_run_breaks_the_run_link(built_toy: Path) -> None:
@@ -100,9 +100,9 @@ def test_a_deleted_run_breaks_the_run_link(built_toy: Path) -> None:
     at the next audit (the run index is rebuilt), and the links that need a run are unchecked, not ok."""
     from paperdag.engine.tracking import client
 
-    before = audit.audit(built_toy)
+    before = audit(built_toy)
     client(built_toy).delete_run(run_of(before, "data/toy/model"))
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert {path for path, link in broken(result) if link == "run"} == COMBINE
     assert {link for (path, link) in broken(result) if path == "data/toy/model"} == {
         "run", "params", "commit", "chain", "environment"}
@@ -114,7 +114,7 @@ def test_a_param_changed_in_dvc_lock_breaks_the_params_link(built_toy: Path) -> 
     """A value edited in dvc.lock's params of combine breaks the params link of combine's outputs only, naming the
     key and both values."""
     edit_lock(built_toy, "toy-combine", lambda e: e["params"]["params.yaml"]["toy.combine"].update(scale=3.0))
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert set(broken(result)) == {(p, "params") for p in COMBINE}
     assert "toy.combine.scale 2.0 != dvc.lock 3.0" in broken(result)[("data/toy/metrics.json", "params")]
 
@@ -124,16 +124,16 @@ def test_a_run_off_the_history_of_head_breaks_the_commit_link(built_toy: Path) -
     a run whose recorded commit does not exist is named as such; a dirty run is a warning, not broken."""
     from paperdag.engine.tracking import client
 
-    ran_at = {o["run_id"] for o in outputs(audit.audit(built_toy)).values()}
+    ran_at = {o["run_id"] for o in outputs(audit(built_toy)).values()}
     git(built_toy, "commit", "-q", "--amend", "-m", "fixture, amended")
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert set(broken(result)) == {(p, "commit") for p in OUTPUTS}
     assert "not an ancestor of HEAD" in broken(result)[("data/toy/left.npy", "commit")]
     c = client(built_toy)
     c.set_tag(run_of(result, "data/toy/table.parquet"), "git.commit", "0123456789" * 4)
     c.set_tag(run_of(result, "data/toy/left.npy"), "git.commit", git(built_toy, "rev-parse", "HEAD").strip())
     c.set_tag(run_of(result, "data/toy/left.npy"), "git.dirty", "true")
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert {o["run_id"] for o in outputs(result).values()} == ran_at
     assert "not a commit of this repository" in broken(result)[("data/toy/table.parquet", "commit")]
     left = {x["link"]: x for x in outputs(result)["data/toy/left.npy"]["links"]}
@@ -149,7 +149,7 @@ def test_a_dep_md5_that_does_not_close_the_chain_breaks_the_chain_link(built_toy
         next(d for d in entry["deps"] if d["path"] == "data/toy/left.npy")["md5"] = "0" * 32
 
     edit_lock(built_toy, "toy-combine", tamper)
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert set(broken(result)) == {(p, "chain") for p in COMBINE}
     detail = broken(result)[("data/toy/model", "chain")]
     assert "data/toy/left.npy is 000000000000 in this stage's entry" in detail and "toy-left's out" in detail
@@ -160,8 +160,8 @@ def test_a_run_without_numerics_tags_breaks_the_environment_link(built_toy: Path
     """Removing the numerics mode from make's run breaks the environment link of its output only."""
     from paperdag.engine.tracking import client
 
-    client(built_toy).delete_tag(run_of(audit.audit(built_toy), "data/toy/table.parquet"), "numerics.mode")
-    result = audit.audit(built_toy)
+    client(built_toy).delete_tag(run_of(audit(built_toy), "data/toy/table.parquet"), "numerics.mode")
+    result = audit(built_toy)
     assert set(broken(result)) == {("data/toy/table.parquet", "environment")}
     assert "numerics.mode" in broken(result)[("data/toy/table.parquet", "environment")]
 
@@ -175,11 +175,11 @@ def test_each_verify_is_an_mlflow_run_and_a_verify_that_differs_breaks_the_verif
     from paperdag.engine.verify import verify_recorded
 
     cli(built_toy, "verify", "toy:left")
-    lock_md5 = outputs(audit.audit(built_toy))["data/toy/table.parquet"]["md5"]
+    lock_md5 = outputs(audit(built_toy))["data/toy/table.parquet"]["md5"]
     params = built_toy / "params.yaml"
     params.write_text(params.read_text().replace("n: 50", "n: 60"))
     assert [r["status"] for r in verify_recorded(built_toy, "toy:make")] == ["differs"]
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert outputs(result)["data/toy/left.npy"]["verify"] == "bit-identical"
     assert set(broken(result)) == {("data/toy/table.parquet", "verify")}
     assert outputs(result)["data/toy/table.parquet"]["verify"] == "differs"
@@ -198,7 +198,7 @@ def test_lineage_lists_only_the_run_whose_params_are_dvc_locks(built_toy: Path) 
     from paperdag.engine.lineage import trace
     from paperdag.engine.tracking import client
 
-    first = run_of(audit.audit(built_toy), "data/toy/left.npy")
+    first = run_of(audit(built_toy), "data/toy/left.npy")
     before = dvc_md5(built_toy / "data/toy/left.npy")
     params = built_toy / "params.yaml"
     params.write_text(params.read_text().replace("seconds: 0.0", "seconds: 0.01"))
@@ -208,7 +208,7 @@ def test_lineage_lists_only_the_run_whose_params_are_dvc_locks(built_toy: Path) 
     runs = graph["nodes"]["data/toy/left.npy"]["runs"]
     assert len(runs) == 1 and runs[0]["run_id"] != first and runs[0]["matched"] == "md5 and params"
     assert '"seconds":0.01' in runs[0]["params"]
-    result = audit.audit(built_toy)
+    result = audit(built_toy)
     assert "toy.work.seconds" in broken(result)[("data/toy/left.npy", "run")]
     client(built_toy).delete_tag(first, tracking.PARAMS_TAG)
     graph = trace(built_toy, "data/toy/left.npy")

@@ -19,7 +19,7 @@ from support import REPO
 HEAVY = ("torch", "transformers", "peft", "sentence_transformers", "faiss", "networkx", "mlflow", "matplotlib.pyplot")
 STAGE_MODULES = sorted(f"stages.{p.stem}" for p in (REPO / "stages").glob("*.py") if p.stem != "__init__")
 METHOD_PACKAGES = sorted(f"paperdag.methods.{p.parent.name}" for p in (REPO / "src/paperdag/methods").glob("*/__init__.py"))
-PACKAGES = ["paperdag.lm", "paperdag.retrieval", *METHOD_PACKAGES]
+PACKAGES = ["paperdag.engine", "paperdag.lm", "paperdag.retrieval", *METHOD_PACKAGES]
 
 # In a fresh interpreter: import the module; for a stage module also resolve the annotations the engine resolves
 # (runner.prepare: the stage function's; params.build: its params dataclass's); print the heavy modules loaded.
@@ -79,7 +79,8 @@ def test_package_gives_every_name_of_its_all(package: str):
 
 
 @pytest.mark.parametrize("package, name", [("paperdag.lm", "generate"), ("paperdag.retrieval", "encode"),
-                                           ("paperdag.methods.milco", "translate")])
+                                           ("paperdag.methods.milco", "translate"), ("paperdag.engine", "verify"),
+                                           ("paperdag.engine", "render")])
 def test_submodule_imported_first_does_not_shadow_its_name(package: str, name: str):
     """`import paperdag.lm.generate` before anything else still leaves paperdag.lm.generate the function, as the
     eager `from paperdag.lm.generate import generate` in the package did."""
@@ -87,6 +88,17 @@ def test_submodule_imported_first_does_not_shadow_its_name(package: str, name: s
                f"print(isinstance(pkg.{name}, types.ModuleType))")
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == "False"
+
+
+def test_importing_the_engine_imports_none_of_its_modules():
+    """`import paperdag.engine` is cheap: its public names come from their modules on first use, and a stage module's
+    `from paperdag.engine import Item` loads the params module only (not spec, the runner or MLflow's tracking)."""
+    r = _fresh("import json, sys; import paperdag.engine; before = sorted(m for m in sys.modules if m.startswith('paperdag.engine.')); "
+               "from paperdag.engine import Item; "
+               "print(json.dumps([before, sorted(m for m in sys.modules if m.startswith('paperdag.engine.'))]))")
+    assert r.returncode == 0, r.stderr[-3000:]
+    before, after = json.loads(r.stdout.strip().splitlines()[-1])
+    assert before == [] and after == ["paperdag.engine.errors", "paperdag.engine.fsutil", "paperdag.engine.params"]
 
 
 def test_torch_imported_by_the_stage_function_is_seeded_and_set_up():

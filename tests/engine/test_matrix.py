@@ -3,6 +3,8 @@ each element typed and seeded on its own, a stage gathering every element, and c
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -13,7 +15,7 @@ import pytest
 
 from support import RESOURCES, cli, commit_project, dvc
 from paperdag.engine.errors import SpecError
-from paperdag.engine.params import build, collect, load_params, stage_seed
+from paperdag.engine.params import Item, build, collect, load_params, stage_seed
 from paperdag.engine.spec import load_project
 
 GRID = RESOURCES / "grid"
@@ -29,30 +31,53 @@ def test_matrix_expands_to_one_stage_per_combination_with_item_values_substitute
     assert [s.dvc_name for s in make] == [f"grid-make@{k}" for k in ELEMENTS]
     b1 = project.stage("grid:make@b-1")
     assert b1.item == {"arm": "b", "replicate": 1} and b1.function == "make"
+    assert (b1.item.arm, b1.item.replicate, str(b1.item)) == ("b", 1, "b-1")
     assert b1.params == ("grid.make", "grid.arms.b") and b1.outputs["values"].path == "data/grid/b-1.json"
     params = load_params(GRID)
     assert len({stage_seed(params, s.address) for s in make}) == 4
     gather = project.stage("grid:gather")
-    assert gather.deps == {} and gather.gathers == {"values": {k: f"data/grid/{k}.json" for k in ELEMENTS}}
+    assert gather.deps == {} and list(gather.gathers) == ["values"]
+    assert [(str(item), path) for item, path in gather.gathers["values"].items()] == [(k, f"data/grid/{k}.json") for k in ELEMENTS]
+    assert [type(item.replicate) for item in gather.gathers["values"]] == [int] * 4
     assert sorted(project.graph.predecessors("grid:gather")) == [f"grid:make@{k}" for k in ELEMENTS]
 
 
-def test_matrix_values_fill_the_params_dataclass_fields_of_the_same_name() -> None:
-    """The element's values reach the stage as typed params fields; a params key clashing with a matrix name is an
-    error naming the key."""
+def test_matrix_item_reaches_the_stage_as_params_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The element's values reach the stage as `params.item` (its Item); a params.yaml key named `item`, or a params
+    field named like a matrix value, is an error naming it."""
     spec = importlib.util.spec_from_file_location("grid_stages", GRID / "stages" / "grid.py")
-    module = sys.modules["grid_stages"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["grid_stages"]
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "grid_stages", module)  # dataclasses and type hints look their module up
+    spec.loader.exec_module(module)
     MakeParams = module.MakeParams
     params = load_params(GRID)
-    typed = build(MakeParams, collect(params, ("grid.make", "grid.arms.b")), 5, "grid:make@b-1", {"arm": "b", "replicate": 1})
-    assert (typed.arm, typed.replicate, typed.factor, typed.seed) == ("b", 1, 3.0, 5)
-    params["grid"]["make"]["arm"] = "c"
-    with pytest.raises(SpecError, match=r"params.yaml: grid.make.arm: field 'arm' also comes from the matrix"):
-        build(MakeParams, collect(params, ("grid.make",)), 5, "grid:make@b-1", {"arm": "b", "replicate": 1})
+    item = Item({"arm": "b", "replicate": 1})
+    typed = build(MakeParams, collect(params, ("grid.make", "grid.arms.b")), 5, "grid:make@b-1", item)
+    assert (typed.item.arm, typed.item.replicate, typed.factor, typed.seed) == ("b", 1, 3.0, 5)
+    with pytest.raises(SpecError, match=r"^grid:make@b-1: params.seed: the matrix value 'seed' reaches the stage as params.item.seed"):
+        build(MakeParams, collect(params, ("grid.make", "grid.arms.b")), 5, "grid:make@b-1", Item({"seed": 1}))
+    params["grid"]["make"]["item"] = "c"
+    with pytest.raises(SpecError, match=r"^params.yaml: grid.make.item: 'item' is the matrix element's"):
+        build(MakeParams, collect(params, ("grid.make",)), 5, "grid:make@b-1", item)
+
+
+@dataclasses.dataclass(frozen=True)
+class Wrapper:
+    item: Item
+
+
+def test_item_is_an_immutable_hashable_mapping_named_like_dvc() -> None:
+    """An Item reads by attribute or key, is hashable (a gathered input's dict key), refuses changes, names a missing
+    value with the names it has, copies (a params dataclass's asdict) and is empty (falsy) outside a matrix."""
+    item = Item({"arm": "a", "replicate": 0})
+    assert item.arm == item["arm"] == "a" and dict(item) == {"arm": "a", "replicate": 0} and str(item) == "a-0"
+    assert {item: 1}[Item({"arm": "a", "replicate": 0})] == 1 and item != Item({"arm": "a", "replicate": 1})
+    with pytest.raises(AttributeError, match="immutable"):
+        item.arm = "b"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match=r"no value 'seed' \(its names: arm, replicate\)"):
+        _ = item.seed
+    assert copy.deepcopy(item) == item and dataclasses.asdict(Wrapper(item)) == {"item": item}
+    assert not Item() and str(Item()) == ""
 
 
 BAD = {
@@ -62,6 +87,7 @@ BAD = {
                             "pipelines/grid.yaml: stages.make.matrix.replicate: 'grid.nope' is not in params.yaml"),
     "duplicate_values": ("arm: [a, b]", "arm: [a, a]", "pipelines/grid.yaml: stages.make.matrix.arm: expected a non-empty list"),
     "bad_value": ("arm: [a, b]", "arm: [a, {x: 1}]", "pipelines/grid.yaml: stages.make.matrix.arm: expected a non-empty list"),
+    "item_method": ("arm: [a, b]", "keys: [a, b]", "pipelines/grid.yaml: stages.make.matrix.keys: 'keys' is a method"),
     "gather_unknown": ("      values: data/grid/${item.arm}-${item.replicate}.json\n    outs:\n      summary",
                        "      values: data/grid/${item.arm}.json\n    outs:\n      summary",
                        "pipelines/grid.yaml: stages.gather.deps.values: no matrix stage produces data/grid/${item.arm}.json"),

@@ -191,7 +191,7 @@ def _run_link(runs: list[dict[str, Any]], md5: str, locked_out: dict[str, Any]) 
     if not runs:
         return _link("run", "broken", f"no FINISHED MLflow run recorded writing md5 {md5[:12]} (its run deleted, or "
                                       "written by no paperdag stage)")
-    params = {}
+    params: dict[str, dict[str, Any]] = {}
     for r in runs:
         if PARAMS_TAG in r["tags"]:
             params.setdefault(r["tags"][PARAMS_TAG], r)
@@ -294,12 +294,12 @@ def _chain_link(run: dict[str, Any] | None, lock_deps: dict[str, str],
                 problems.append(f"run {rid} read {dep} at {read[dep][:12]}, dvc.lock {md5[:12]}")
         problems += [f"run {rid} read {dep}, not a dep in dvc.lock" for dep in sorted(set(read) - set(lock_deps))]
     legacy = run is not None and PARAMS_TAG not in run["tags"]
-    if unrecorded and not legacy:
+    if run is not None and unrecorded and not legacy:
         problems.append(f"run {run['run_id'][:8]} recorded no md5 of {', '.join(unrecorded)}")
     if problems:
         more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
         return _link("chain", "broken", "; ".join(problems[:3]) + more)
-    if unrecorded:  # runs logged before runs tagged their code deps (and params) tagged only their data inputs
+    if run is not None and unrecorded:  # runs logged before runs tagged their code deps (and params) tagged only their data inputs
         return _link("chain", "warning", f"run {run['run_id'][:8]} was logged before runs recorded every dep; it did "
                                          f"not record {', '.join(unrecorded)}")
     if run is None:

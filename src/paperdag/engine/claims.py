@@ -24,9 +24,10 @@ import json
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from paperdag.engine.errors import SpecError
 
@@ -145,7 +146,7 @@ def judge(claim: Claim, metrics: Any, file: str) -> dict[str, Any]:
     end = low if claim.op in (">", ">=") else high if claim.op in ("<", "<=") else None
     if not test(value, claim.threshold):
         status = "not_held"
-    elif claim.op != "==" and (end is None and interval or end is not None and not test(end, claim.threshold)):
+    elif claim.op != "==" and ((end is None and interval) or (end is not None and not test(end, claim.threshold))):
         status = "within_noise"  # an interval metric without its end (one replicate) cannot show the claim
     else:
         status = "held"

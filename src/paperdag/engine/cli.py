@@ -97,7 +97,6 @@ def _dispatch(args: argparse.Namespace) -> int:
     root = find_root()
     if args.command == "render":
         from paperdag.engine.render import render
-
         from paperdag.engine.runner import validated_project
 
         current = render(validated_project(root), check=args.check)
@@ -108,8 +107,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "stage":
         from paperdag.engine import numerics
-        from paperdag.engine.params import load_params
         from paperdag.engine.failures import failure_path, record_failure
+        from paperdag.engine.params import load_params
 
         failure_path(root, args.address).unlink(missing_ok=True)
         try:
@@ -130,8 +129,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         from paperdag.engine.orchestrate import run_pipeline
 
-        status = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
-        for stage, state in status.items():
+        states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
+        for stage, state in states.items():
             print(f"{stage}: {state}")
         return 0
     if args.command in ("schedule", "serve"):
@@ -142,9 +141,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         if args.command == "schedule" and args.list:
             rows = flow.list_schedules(root)
-            cols = ("pipeline", "cron", "status", "last_run", "next_run", "deployment_id")
+            cols = ["pipeline", "cron", "status", "last_run", "next_run", "deployment_id"]
             widths = {c: max([len(c), *(len(r[c]) for r in rows)]) for c in cols}
-            for r in [dict(zip(cols, cols)), *rows]:
+            for r in [dict(zip(cols, cols, strict=True)), *rows]:
                 print("  ".join(r[c].ljust(widths[c]) for c in cols).rstrip())
             if not rows:
                 print("nothing scheduled")
@@ -162,16 +161,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         flow.serve(root)
         return 0
     if args.command == "lineage":
-        from paperdag.engine import lineage
+        from paperdag.engine.lineage import mermaid, trace, tree
 
-        graph = lineage.trace(root, args.target)
-        print(json.dumps(graph, indent=2) if args.json else lineage.mermaid(graph) if args.mermaid else lineage.tree(graph))
+        graph = trace(root, args.target)
+        print(json.dumps(graph, indent=2) if args.json else mermaid(graph) if args.mermaid else tree(graph))
         return 0
     if args.command == "verify":
-        from paperdag.engine import verify
+        from paperdag.engine.verify import format_results, verify_recorded
 
-        results = verify.verify_recorded(root, args.target, args.against_lock, rtol=args.rtol, workers=args.workers)
-        print(json.dumps(results, indent=2) if args.json else verify.format_results(results))
+        results = verify_recorded(root, args.target, args.against_lock, rtol=args.rtol, workers=args.workers)
+        print(json.dumps(results, indent=2) if args.json else format_results(results))
         return 0 if all(r["reproduced"] for r in results) else 1
     if args.command == "audit":
         from paperdag.engine.audit import audit, format_audit

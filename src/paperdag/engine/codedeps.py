@@ -11,7 +11,7 @@ which. The engine is not a dependency: it moves data, it does not compute result
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from paperdag.engine.errors import PaperdagError
@@ -21,6 +21,7 @@ _ROOTS = (PACKAGE, "stages")  # modules found in the repository: src/paperdag/..
 _NOT_DEPS = f"{PACKAGE}.engine"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def code_deps(root: Path, stage_module_file: str, function: str | None = None) -> list[str]:
@@ -100,10 +101,10 @@ class CodeIndex:
         for node in ast.walk(self._tree(f)):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "attach"
                     and len(node.args) == 2 and isinstance(node.args[1], ast.Dict)):
-                names = {}
-                for k, v in zip(node.args[1].keys, node.args[1].values):
+                names: dict[str, str] = {}
+                for k, v in zip(node.args[1].keys, node.args[1].values, strict=True):
                     if isinstance(k, ast.Constant) and isinstance(v, (ast.List, ast.Tuple)):
-                        names.update({e.value: k.value for e in v.elts if isinstance(e, ast.Constant)})
+                        names.update({str(e.value): str(k.value) for e in v.elts if isinstance(e, ast.Constant)})
                 return names
         return {}
 
@@ -177,7 +178,7 @@ class CodeIndex:
             use(chains, {**bindings, **own})
         return out
 
-    def _module_uses(self, path: Path, module: str) -> tuple[dict[str, ast.AST], dict[str, tuple[str, str | None]], list[list[str]]]:
+    def _module_uses(self, path: Path, module: str) -> tuple[dict[str, _Definition], dict[str, tuple[str, str | None]], list[list[str]]]:
         """A stage module's top-level functions and classes, its module-level imports, the names used at import."""
         key = ("module", path)
         if key not in self._uses:
@@ -187,7 +188,7 @@ class CodeIndex:
                                _chains(tree, import_time=True, lazy_annotations=_defers_annotations(tree)))
         return self._uses[key]
 
-    def _def_uses(self, path: Path, module: str, node: ast.AST) -> tuple[dict[str, tuple[str, str | None]], list[list[str]]]:
+    def _def_uses(self, path: Path, module: str, node: _Definition) -> tuple[dict[str, tuple[str, str | None]], list[list[str]]]:
         """A top-level function's (or class's) own imports (they run when it does) and the names it uses, not
         counting those it binds itself."""
         key = (path, node.name)
@@ -197,7 +198,7 @@ class CodeIndex:
             self._uses[key] = (self._bindings(imports, module, path), [c for c in _chains(node) if c[0] not in local])
         return self._uses[key]
 
-    def _bindings(self, nodes: Iterator[ast.AST] | list[ast.AST], module: str, path: Path) -> dict[str, tuple[str, str | None]]:
+    def _bindings(self, nodes: Iterable[ast.AST], module: str, path: Path) -> dict[str, tuple[str, str | None]]:
         """Name bound by an import -> (module, the name imported from it; None: the module itself; '*': all)."""
         out: dict[str, tuple[str, str | None]] = {}
         for node in nodes:
@@ -247,7 +248,8 @@ def _chains(node: ast.AST, import_time: bool = False, lazy_annotations: bool = F
 
     class Visitor(ast.NodeVisitor):
         def visit_Attribute(self, n: ast.Attribute) -> None:
-            attrs, cur = [], n
+            attrs: list[str] = []
+            cur: ast.expr = n
             while isinstance(cur, ast.Attribute):
                 attrs.append(cur.attr)
                 cur = cur.value
@@ -270,7 +272,8 @@ def _chains(node: ast.AST, import_time: bool = False, lazy_annotations: bool = F
                 for x in _annotations(n):
                     self.visit(x)
 
-        visit_AsyncFunctionDef = visit_FunctionDef
+        def visit_AsyncFunctionDef(self, n: ast.AsyncFunctionDef) -> None:
+            self.visit_FunctionDef(n)
 
     Visitor().visit(node)
     return out

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import PaperdagError
+from paperdag.engine.fsutil import load_yaml
 
 
 def dvc(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

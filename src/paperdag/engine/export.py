@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from paperdag.engine import dvc
+from paperdag.engine import artifacts, dvc
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_cache_file, dvc_files, dvc_md5, file_hash, replace_into_place, tmp_sibling
 from paperdag.engine.records import flatten
@@ -33,8 +34,7 @@ PROFILES = {  # the root's conformsTo: permalink -> name
     "https://w3id.org/ro/wfrun/provenance/0.5": "Provenance Run Crate",
     "https://w3id.org/workflowhub/workflow-ro-crate/1.0": "Workflow RO-Crate",
 }
-_FORMATS = {".parquet": "application/vnd.apache.parquet", ".json": "application/json", ".png": "image/png",
-            ".yaml": "application/yaml", ".py": "text/x-python", ".txt": "text/plain"}
+_FORMATS = {".yaml": "application/yaml", ".py": "text/x-python", ".txt": "text/plain"}  # besides artifacts' types
 
 
 def _content(root: Path, path: str, md5: str) -> dict[str, Path] | None:
@@ -93,9 +93,9 @@ def _producing_runs(root: Path, stages: dict[str, dict[str, Any]]) -> dict[str, 
 def _iso(ms: int | None) -> str | None:
     if not ms:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 class _Builder:
@@ -145,8 +145,10 @@ class _Builder:
     def _file(self, source: Path, path: str, types: Any, extra: dict[str, Any]) -> Any:
         props = {"@type": types, "name": path, "sha256": file_hash(source, "sha256"),
                  "contentSize": str(source.stat().st_size), **extra}
-        if Path(path).suffix in _FORMATS:
-            props["encodingFormat"] = _FORMATS[Path(path).suffix]
+        atype = artifacts.for_path(path)
+        media_type = atype.media_type if atype is not None else _FORMATS.get(Path(path).suffix, "")
+        if media_type:
+            props["encodingFormat"] = media_type
         return self.crate.add_file(source, path, properties=props)
 
 

@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 TMP_MARK = ".paperdag-tmp-"
 

@@ -74,7 +74,7 @@ def runs_by_output(root: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
                     }
                 )
     for runs in found.values():
-        runs.sort(key=lambda r: -r["start_ms"])
+        runs.sort(key=lambda r: int(r["start_ms"]), reverse=True)
     return found
 
 
@@ -117,6 +117,9 @@ def trace(root: Path, target: str) -> dict[str, Any]:
                 nodes.setdefault(dep, {"kind": "source", "md5": md5})
             todo.append(dep)
     return {"target": start, "nodes": nodes, "edges": edges}
+
+
+lineage = trace  # the name paperdag.engine exports
 
 
 def tree(graph: dict[str, Any]) -> str:

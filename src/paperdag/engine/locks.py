@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO
 
 from paperdag.engine.errors import LockBusy
 
@@ -22,7 +23,7 @@ RWLOCK = ".dvc/tmp/rwlock"
 _held: dict[str, int] = {}  # run locks this process holds (path -> depth): a flow in this process may re-enter
 
 
-def _holder(f) -> str:
+def _holder(f: IO[str]) -> str:
     f.seek(0)
     return f.read().strip() or "?"
 
@@ -76,7 +77,7 @@ def _busy(path: Path) -> str | None:
     """The pid written in a lock file someone holds, or None when it is free (or absent)."""
     if not path.exists():
         return None
-    with open(path, "r") as f:
+    with open(path) as f:
         try:
             fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -73,7 +73,7 @@ def from_params(params: dict[str, Any]) -> Numerics:
     for key in doc:
         if key not in _FIELDS:
             raise SpecError("params.yaml", f"{KEY}.{key}", f"unknown key (allowed: {', '.join(_FIELDS)})")
-    values = {}
+    values: dict[str, Any] = {}
     for key, typ in _FIELDS.items():
         if key not in doc:
             raise SpecError("params.yaml", f"{KEY}.{key}", "missing")

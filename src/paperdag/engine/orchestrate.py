@@ -9,13 +9,14 @@ An up-to-date pipeline stops the server at once.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from paperdag.engine import locks
 from paperdag.engine.errors import StageError
 from paperdag.engine.render import ensure_rendered
-from paperdag.engine.settings import prefect_defaults
 from paperdag.engine.runner import validated_project
+from paperdag.engine.settings import prefect_defaults
 from paperdag.engine.status import stale_stages
 
 
@@ -29,7 +30,7 @@ def quiet_prefect() -> None:
 
 
 def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None,
-                 workers: int | None = None, overrides: list[str] = ()) -> dict[str, str]:
+                 workers: int | None = None, overrides: Sequence[str] = ()) -> dict[str, str]:
     """Run the pipeline's stale stages as a Prefect flow; return stage address -> 'done'. Raises StageError naming
     the failed stages (each already reported on one line)."""
     root = Path(root).resolve()

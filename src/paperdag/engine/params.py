@@ -1,12 +1,14 @@
-"""params.yaml: dotted-key lookup, typed stage params (strictly validated), and `--set` overrides."""
+"""params.yaml: dotted-key lookup, typed stage params (strictly validated), a matrix element's `Item`, and `--set`
+overrides."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Callable, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -32,6 +34,50 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Item(Mapping[str, "str | int"]):
+    """One element of a matrix stage: its values by matrix name, as declared (`item.arm == "il_real"`,
+    `item.replicate == 0`, or `item["arm"]`); `str(item)` is the element's key as DVC names it ("il_real-0").
+
+    A stage of the element gets it as `params.item` (a params field `item: Item`); a stage gathering a matrix's
+    outputs gets a dict keyed by the elements' Items, in the matrix's order. Outside a matrix it is empty (falsy)."""
+
+    __slots__ = ("_values",)
+    _values: dict[str, str | int]
+
+    def __init__(self, values: Mapping[str, str | int] | None = None) -> None:
+        object.__setattr__(self, "_values", dict(values or {}))
+
+    def __getattr__(self, name: str) -> str | int:
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError(f"matrix item {self!r} has no value '{name}' (its names: {', '.join(values) or 'none'})")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a matrix item is immutable")
+
+    def __getitem__(self, name: str) -> str | int:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._values.items()))
+
+    def __str__(self) -> str:
+        return "-".join(str(v) for v in self._values.values())
+
+    def __repr__(self) -> str:
+        return f"Item({self._values!r})"
+
+    def __reduce__(self) -> tuple[type[Item], tuple[dict[str, str | int]]]:  # copy.copy / deepcopy (dataclasses.asdict)
+        return Item, (self._values,)
 
 
 def load_params(root: Path) -> dict[str, Any]:
@@ -81,24 +127,26 @@ def collect(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, tuple[st
     return flat
 
 
-def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, item: dict[str, Any] | None = None) -> Any:
+def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, item: Item | None = None) -> Any:
     """Instantiate the stage's params dataclass, strictly typed: a wrong type, a value its constraint refuses
     (`n: PositiveInt`, `Annotated[float, Field(ge=0, le=1)]`) or an unknown/missing key is an error.
 
-    `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine. A check across
+    The fields `seed` and, for a matrix element, `item` (its `Item`) are filled by the engine. A check across
     fields is the dataclass's `__post_init__` raising `ValueError(field_name, why)`: it is reported on that field's
     params.yaml key (any other ValueError on the stage's params)."""
-    item = item or {}
-    for name in item:
-        if name in flat:
-            raise SpecError(PARAMS_FILE, flat[name][0], f"field '{name}' also comes from the matrix of stage {stage}")
-    flat = {**flat, **{name: (f"{stage} matrix {name}", v) for name, v in item.items()}}
+    item = item or Item()
     if not dataclasses.is_dataclass(cls):
         raise SpecError(stage, "params", f"the stage's `params` annotation must be a dataclass, got {cls!r}")
-    hints = get_type_hints(cls, include_extras=True)  # with Annotated's constraints
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name in item:
+        if name in fields:
+            raise SpecError(stage, f"params.{name}", f"the matrix value '{name}' reaches the stage as params.item.{name}: "
+                            f"remove the field '{name}' from {cls.__name__} (declare `item: Item`)")
+    if "item" in flat:
+        raise SpecError(PARAMS_FILE, flat["item"][0], f"'item' is the matrix element's, filled by the engine (stage {stage})")
+    hints = get_type_hints(cls, include_extras=True)  # with Annotated's constraints
     for name, (source, _) in flat.items():
-        if name not in fields and name not in item:
+        if name not in fields:
             raise SpecError(PARAMS_FILE, source, f"unknown key for stage {stage} (its params are: {', '.join(fields)})")
     values: dict[str, Any] = {}
     for name, f in fields.items():
@@ -120,6 +168,8 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
                 raise SpecError(PARAMS_FILE, source, f"expected {_type_name(hints[name])}, got {raw!r} ({e})") from None
         elif name == "seed":
             values[name] = seed
+        elif name == "item":
+            values[name] = item
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise SpecError(PARAMS_FILE, name, f"missing: stage {stage} needs params field '{name}'")
     try:

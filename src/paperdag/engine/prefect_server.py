@@ -22,9 +22,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from paperdag.engine.errors import PaperdagError
 
@@ -134,7 +134,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     assert spec is not None and spec.origin is not None
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
-    log = open(home / "server.log", "w")
+    log = open(home / "server.log", "w")  # noqa: SIM115 (the server process writes it while it lives)
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(spec.origin).parent.parent), "--factory",

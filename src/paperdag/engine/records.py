@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ class _Liveness:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = open(path, "w")
+        self._file = open(path, "w")  # noqa: SIM115 (held, locked, while the record is open)
         fcntl.flock(self._file, fcntl.LOCK_EX)
         self._file.write(str(os.getpid()))
         self._file.flush()
@@ -82,7 +83,7 @@ class _Liveness:
 def _owner_gone(lock_path: Path) -> float | None:
     """None while the lock's owner lives; else when it was last seen (epoch seconds)."""
     try:
-        f = open(lock_path, "r+")
+        f = open(lock_path, "r+")  # noqa: SIM115 (closed below, after the lock probe)
     except FileNotFoundError:
         return time.time()
     with f:
@@ -151,10 +152,11 @@ def pending(root: Path) -> list[Path]:
     return sorted(d.glob("*.json")) if d.is_dir() else []
 
 
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings (a matrix item too) as dotted keys."""
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict):
+        if isinstance(v, Mapping):
             out.update(flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
@@ -345,7 +347,7 @@ def start_drainer(root: Path) -> None:
     """Start a detached drainer (unless DRAIN_ENV is "off"); it outlives this process."""
     if os.environ.get(DRAIN_ENV, "detached") != "detached":
         return
-    log = open(runs_dir(root) / "drain.log", "a")
+    log = open(runs_dir(root) / "drain.log", "a")  # noqa: SIM115 (the detached drainer writes it)
     subprocess.Popen([sys.executable, "-m", "paperdag.engine.records", str(Path(root).resolve())], cwd=root,
                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
     log.close()

@@ -30,7 +30,8 @@ from paperdag.engine.spec import load_project
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222;background:#fafafa}
 .card{background:#fff;border:1px solid #ddd;border-radius:8px;padding:.4em 1.4em 1em;margin:1.5em 0}
 .scroll{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.text{text-align:left;max-width:32em}
 img{max-width:100%;border:1px solid #eee}figure{display:inline-block;vertical-align:top;max-width:48%;margin:.5em 1% .5em 0}summary{cursor:pointer;font-weight:600;margin:.6em 0}
 .meta{color:#666;font-size:12px}.badge{border-radius:4px;padding:1px 6px;font-size:12px;white-space:nowrap}
@@ -100,10 +101,10 @@ def _md_table(rows: list[dict[str, Any]]) -> str:
 
 def _audit(root: Path) -> dict[str, Any]:
     """The audit of every pipeline (audit.py), or {'error': why} when it cannot run (no dvc.lock yet)."""
-    from paperdag.engine import audit
+    from paperdag.engine.audit import audit
 
     try:
-        return audit.audit(root)
+        return audit(root)
     except PaperdagError as e:
         return {"error": str(e), "pipelines": {}}
 
@@ -205,7 +206,8 @@ def write_report(root: Path, out: Path) -> tuple[Path, Path]:
         h += [f"<section class=card id='{html.escape(name)}'>", f"<h2>{html.escape(name)}</h2><p>{html.escape(p['description'])}</p>"]
         md += [f"## {name}", "", p["description"], ""]
         if not p["metrics"] and not p["plots"]:
-            h.append(f"<p>{_badge('missing', 'no results yet')} run <code>dvc repro</code> or <code>paperdag run {html.escape(name)}</code></p>")
+            h.append(f"<p>{_badge('missing', 'no results yet')} run <code>dvc repro</code> or "
+                     f"<code>paperdag run {html.escape(name)}</code></p>")
             md += [f"No results yet: run `dvc repro` or `paperdag run {name}`.", ""]
         if p["claims"] or p["claims_error"]:
             h.append("<h3>claims</h3>")

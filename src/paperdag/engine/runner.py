@@ -15,9 +15,10 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable, get_type_hints
+from typing import Any, get_type_hints
 
 from paperdag._lazy import when_imported
 from paperdag.engine import artifacts, stable
@@ -87,6 +88,8 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
             f"{project.pipelines[stage.pipeline].file} stages.{stage.name} gives ({', '.join(sorted(expected))})"
         )
     cls = get_type_hints(fn).get("params")
+    if cls is None:
+        raise StageError(f"{stage.module}.{stage.function}: annotate its `params` argument with the stage's params dataclass")
     seed = stage_seed(params, stage.address)
     typed = build(cls, collect(params, stage.params), seed, stage.address, stage.item)
     return fn, {"params": typed}, seed

@@ -23,24 +23,15 @@ from typing import Any, Literal
 
 import yaml
 
-from paperdag.engine import numerics
+from paperdag.engine import artifacts, numerics
 from paperdag.engine.claims import Claim, claims_path
 from paperdag.engine.claims import parse as parse_claims
 from paperdag.engine.dag import Dag
-from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.errors import SpecError
-from paperdag.engine.params import load_params, lookup, same_kind
+from paperdag.engine.fsutil import load_yaml
+from paperdag.engine.params import Item, load_params, lookup, same_kind
 
 ArtifactKind = Literal["out", "metric", "plot"]
-ArtifactType = Literal["parquet", "json", "safetensors", "npy", "png", "dir"]
-
-_TYPES_BY_SUFFIX: dict[str, ArtifactType] = {
-    ".parquet": "parquet",
-    ".json": "json",
-    ".safetensors": "safetensors",
-    ".npy": "npy",
-    ".png": "png",
-}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ITEM = re.compile(r"\$\{item\.([^}]*)\}")
 _PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
@@ -57,7 +48,7 @@ class Artifact:
     name: str
     path: str  # relative to the repo root, no trailing slash
     kind: ArtifactKind
-    type: ArtifactType
+    type: str  # the name of its artifacts.ArtifactType (artifacts.TYPES)
 
 
 @dataclass(frozen=True)
@@ -71,8 +62,8 @@ class Stage:
     volatile: tuple[str, ...] = ()
     path_params: tuple[str, ...] = ()  # params.yaml keys whose values are files the stage reads ("" = none)
     description: str = ""
-    item: dict[str, str | int] = field(default_factory=dict)  # a matrix element's values ({} outside a matrix)
-    gathers: dict[str, dict[str, str]] = field(default_factory=dict)  # input name -> {element key: path}
+    item: Item = field(default_factory=Item)  # a matrix element's values (empty outside a matrix)
+    gathers: dict[str, dict[Item, str]] = field(default_factory=dict)  # input name -> {element's item: path}
     builtin: bool = False  # the engine's own claims stage (paperdag.engine.claims), not a function in stages/
 
 
@@ -105,7 +96,7 @@ class Matrix:
 
     template: Stage  # paths and params keys still hold `${item.<name>}`
     values: dict[str, list[str | int] | str]  # as declared: a list, or a `${params.key}` reference
-    elements: dict[str, Stage]  # element key ("a-0") -> expanded stage
+    elements: dict[str, Stage]  # element key ("a-0", str(its item)) -> expanded stage
 
 
 @dataclass(frozen=True)
@@ -293,6 +284,8 @@ def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], para
     for key, raw in declared.items():
         if not isinstance(key, str) or not _NAME.match(key):
             raise SpecError(file, f"{where}.{key}", "matrix names are lower-case letters, digits and '_'")
+        if hasattr(Item, key):
+            raise SpecError(file, f"{where}.{key}", f"'{key}' is a method of the stage's matrix item: choose another name")
         ref = _PARAM_REF.match(raw) if isinstance(raw, str) else None
         source = (file, f"{where}.{key}")  # where the values are written: the pipeline file or params.yaml
         if ref:
@@ -311,14 +304,14 @@ def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], para
     template = _parse_stage(file, pipeline, name, body)
     elements: dict[str, Stage] = {}
     for combo in itertools.product(*values.values()):
-        item = dict(zip(values, combo))
-        key = "-".join(str(v) for v in combo)
+        item = Item(dict(zip(values, combo, strict=True)))
+        key = str(item)
         stage = _parse_stage(file, pipeline, name, _substitute(file, f"stages.{name}", body, item))
         elements[key] = replace(stage, name=f"{name}@{key}", item=item)
     return Matrix(template=template, values=dict(declared), elements=elements)
 
 
-def _substitute(file: str, where: str, doc: Any, item: dict[str, str | int]) -> Any:
+def _substitute(file: str, where: str, doc: Any, item: Item) -> Any:
     """doc with every `${item.<name>}` replaced by the element's value."""
     if isinstance(doc, dict):
         return {k: _substitute(file, f"{where}.{k}", v, item) for k, v in doc.items()}
@@ -350,7 +343,7 @@ def _resolve_gathers(project: Project) -> None:
                 if m is None:
                     raise SpecError(p.file, f"stages.{sname}.deps.{dname}", f"no matrix stage produces {path}")
                 aname = m.template.output_at(path).name
-                gathers[dname] = {key: e.outputs[aname].path for key, e in m.elements.items()}
+                gathers[dname] = {e.item: e.outputs[aname].path for e in m.elements.values()}
             deps = {d: path for d, path in s.deps.items() if d not in templated}
             p.stages[sname] = replace(s, deps=deps, gathers=gathers)
 
@@ -417,19 +410,15 @@ def _name_to_path(file: str, key: str, doc: Any) -> dict[str, str]:
 
 
 def _artifact(file: str, key: str, name: str, raw: str, kind: ArtifactKind) -> Artifact:
-    if raw.endswith("/"):
-        atype: ArtifactType = "dir"
-    else:
-        suffix = Path(raw).suffix
-        if suffix not in _TYPES_BY_SUFFIX:
-            known = ", ".join(_TYPES_BY_SUFFIX)
-            raise SpecError(file, key, f"unknown type '{suffix}' (known: {known}, or a trailing '/' for a directory)")
-        atype = _TYPES_BY_SUFFIX[suffix]
-    if kind == "metric" and atype != "json":
+    atype = artifacts.for_path(raw)
+    if atype is None:
+        known = ", ".join(artifacts.known_suffixes())
+        raise SpecError(file, key, f"unknown type '{Path(raw).suffix}' (known: {known}, or a trailing '/' for a directory)")
+    if kind == "metric" and atype.name != "json":
         raise SpecError(file, key, "metrics must be .json files")
-    if kind == "plot" and atype != "png":
+    if kind == "plot" and atype.name != "png":
         raise SpecError(file, key, "plots must be .png files")
-    return Artifact(name=name, path=raw.rstrip("/"), kind=kind, type=atype)
+    return Artifact(name=name, path=raw.rstrip("/"), kind=kind, type=atype.name)
 
 
 def _validate(project: Project, params: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 A metrics file that records a wall time never has the same md5 twice, so dvc.lock's md5 alone cannot tell a fresh
 clone whether its rerun reproduced everything else. For every output with declared `volatile` values (JSON keys,
-Parquet columns), `paperdag stage` also records the md5 of its content with those values left out, keyed by the
+Parquet columns, keys of every JSONL row), `paperdag stage` also records the md5 of its content with those values left out, keyed by the
 output's full md5, in paperdag.lock (committed beside dvc.lock). `paperdag verify --against-lock` compares a
 rerun's stable md5 with the one recorded for the md5 dvc.lock holds.
 """
@@ -10,16 +10,12 @@ rerun's stable md5 with the one recorded for the md5 dvc.lock holds.
 from __future__ import annotations
 
 import fcntl
-import fnmatch
 import hashlib
-import io
-import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from paperdag.engine import dvc
+from paperdag.engine import artifacts, dvc
 from paperdag.engine.fsutil import atomic_write_text, load_yaml
 from paperdag.engine.spec import Artifact
 
@@ -29,40 +25,20 @@ _HEADER = ("# Written by `paperdag stage`; commit it with dvc.lock. For each out
            "# the md5 of its full content (as in dvc.lock) -> the md5 of its content without the volatile values.\n")
 
 
-def volatile(patterns: tuple[str, ...], key: str) -> bool:
-    return any(fnmatch.fnmatchcase(key, p) for p in patterns)
+volatile = artifacts.volatile
 
 
 def applies(a: Artifact, patterns: tuple[str, ...]) -> bool:
-    """Whether some pattern names a value inside the output (not the whole output)."""
+    """Whether some pattern names a value inside the output (not the whole output) of a type that holds values."""
     inside = any(p.startswith(a.name + ".") for p in patterns)
-    return a.type in ("json", "parquet") and inside and not volatile(patterns, a.name)
-
-
-def _masked(x: Any, key: str, patterns: tuple[str, ...]) -> Any:
-    if isinstance(x, dict):
-        return {k: _masked(v, f"{key}.{k}", patterns) for k, v in x.items() if not volatile(patterns, f"{key}.{k}")}
-    if isinstance(x, list):
-        return [_masked(v, f"{key}.{i}", patterns) for i, v in enumerate(x) if not volatile(patterns, f"{key}.{i}")]
-    return x
+    return artifacts.get(a.type).has_values and inside and not volatile(patterns, a.name)
 
 
 def digest(a: Artifact, path: Path, patterns: tuple[str, ...]) -> str | None:
     """md5 of the output without its volatile values; None when no pattern names a value inside it."""
     if not applies(a, patterns):
         return None
-    if a.type == "json":
-        data = _masked(json.loads(Path(path).read_text()), a.name, patterns)
-        blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-    else:
-        import polars as pl
-
-        df = pl.read_parquet(path)
-        df = df.select([c for c in df.columns if not volatile(patterns, f"{a.name}.{c}")])
-        buf = io.BytesIO()
-        df.write_ipc(buf, compression="uncompressed")
-        blob = buf.getvalue()
-    return hashlib.md5(blob).hexdigest()
+    return hashlib.md5(artifacts.get(a.type).stable_blob(Path(path), a.name, patterns)).hexdigest()
 
 
 def load(root: Path) -> dict[str, dict[str, str]]:

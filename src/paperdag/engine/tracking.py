@@ -36,7 +36,7 @@ def tracking_uri(root: Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(root).resolve() / 'mlflow.db'}"
 
 
-def client(root: Path, drain: bool = True):  # -> MlflowClient (import is slow: keep it lazy)
+def client(root: Path, drain: bool = True) -> Any:  # an MlflowClient (its import is slow: kept lazy)
     """An MLflow client on the project's store, after the pending run records are in it (unless `drain` is off)."""
     import logging
 

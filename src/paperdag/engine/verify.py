@@ -20,19 +20,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from paperdag.engine.records import DRAIN_ENV
-from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
-from paperdag.engine import dvc, stable
+from paperdag.engine import artifacts, dvc, stable
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.params import load_params
+from paperdag.engine.records import DRAIN_ENV
 from paperdag.engine.spec import Artifact, Stage, load_project, param_paths
+from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 
 
 def _stages(root: Path, target: str) -> list[Stage]:
@@ -148,7 +146,7 @@ def _rerun(root: Path, stages: list[Stage], check: Any, workers: int | None = No
             if r.returncode != 0:
                 raise PaperdagError(f"verify: stage {s.address} failed in the scratch workspace (exit {r.returncode})")
 
-        pending, running, done = list(stages), {}, set()
+        pending, running, done = list(stages), dict[Future[None], Stage](), set[str]()
         with ThreadPoolExecutor(workers) as pool:
             while pending or running:
                 for s in [s for s in pending if needs[s.address] <= done][: workers - len(running)]:
@@ -227,12 +225,12 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
         for a in s.outputs.values():
             want = locked_md5.get(a.path)
             got = dvc_md5(scratch / a.path)
-            row = {"stage": s.address, "output": a.name, "path": a.path, "locked_md5": want, "md5": got}
+            row: dict[str, Any] = {"stage": s.address, "output": a.name, "path": a.path, "locked_md5": want, "md5": got}
             if got == want:
                 row.update(reproduced=True, how="bit-identical to dvc.lock")
             elif _volatile(s.volatile, a.name):
                 row.update(reproduced=True, how="volatile output, not compared")
-            elif (recorded := stable_lock.get(a.path, {}).get(want)) is not None:
+            elif (recorded := stable_lock.get(a.path, {}).get(want or "")) is not None:
                 mine = stable.digest(a, scratch / a.path, s.volatile)
                 same = mine == recorded
                 row.update(reproduced=same, how="identical to dvc.lock's version except its volatile values" if same
@@ -252,109 +250,19 @@ _volatile = stable.volatile
 
 
 def compare(a: Artifact, ours: Path, theirs: Path, volatile: tuple[str, ...], rtol: float) -> dict[str, Any]:
-    if dvc_md5(ours) == dvc_md5(theirs):
+    """Two versions of an output: bit-identical, a volatile output, or compared by its artifact type."""
+    t = artifacts.get(a.type)
+    if t.md5(ours) == t.md5(theirs):
         return {"reproduced": True, "how": "bit-identical"}
     if _volatile(volatile, a.name):
         return {"reproduced": True, "how": "volatile output, not compared"}
-    diffs: list[str] = []
-    skipped: list[str] = []
-    close = True
-    if a.type == "json":
-        _cmp_json(json.loads(ours.read_text()), json.loads(theirs.read_text()), a.name, volatile, rtol, diffs, skipped)
-    elif a.type == "parquet":
-        _cmp_parquet(ours, theirs, a.name, volatile, rtol, diffs, skipped)
-    elif a.type in ("npy", "safetensors"):
-        close = _cmp_arrays(_load_arrays(a.type, ours), _load_arrays(a.type, theirs), a.name, rtol, diffs)
-    elif a.type == "dir":
-        _cmp_dir(ours, theirs, a.name, rtol, diffs)
-    else:
-        diffs.append(f"{a.name}: bytes differ")
-    if diffs:
-        return {"reproduced": False, "how": "differs: " + "; ".join(diffs[:5])}
-    how = f"equal within rtol={rtol}" if close else "equal"
-    if skipped:
-        how += f" (volatile, not compared: {', '.join(skipped[:5])})"
+    found = t.compare(ours, theirs, a.name, volatile, rtol)
+    if found.diffs:
+        return {"reproduced": False, "how": "differs: " + "; ".join(found.diffs[:5])}
+    how = f"equal within rtol={rtol}"
+    if found.skipped:
+        how += f" (volatile, not compared: {', '.join(found.skipped[:5])})"
     return {"reproduced": True, "how": how}
-
-
-def _cmp_json(x: Any, y: Any, key: str, volatile: tuple[str, ...], rtol: float, diffs: list[str], skipped: list[str]) -> None:
-    if _volatile(volatile, key):
-        if x != y:
-            skipped.append(key)
-        return
-    if isinstance(x, dict) and isinstance(y, dict):
-        for k in sorted(set(x) | set(y)):
-            if k not in x or k not in y:
-                diffs.append(f"{key}.{k}: present on one side only")
-            else:
-                _cmp_json(x[k], y[k], f"{key}.{k}", volatile, rtol, diffs, skipped)
-    elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
-        for i, (u, v) in enumerate(zip(x, y, strict=False)):
-            _cmp_json(u, v, f"{key}.{i}", volatile, rtol, diffs, skipped)
-    elif isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
-        if not np.isclose(x, y, rtol=rtol, atol=0.0):
-            diffs.append(f"{key}: {x} != {y}")
-    elif x != y:
-        diffs.append(f"{key}: {x!r} != {y!r}")
-
-
-def _cmp_parquet(ours: Path, theirs: Path, name: str, volatile: tuple[str, ...], rtol: float, diffs: list[str], skipped: list[str]) -> None:
-    import polars as pl
-
-    x, y = pl.read_parquet(ours), pl.read_parquet(theirs)
-    if x.schema != y.schema or x.height != y.height:
-        diffs.append(f"{name}: schema or row count differs ({x.shape} vs {y.shape})")
-        return
-    for col in x.columns:
-        key = f"{name}.{col}"
-        if _volatile(volatile, key):
-            skipped.append(key)
-            continue
-        a, b = x[col], y[col]
-        if a.dtype.is_float():
-            if not np.allclose(a.to_numpy(), b.to_numpy(), rtol=rtol, atol=0.0, equal_nan=True):
-                diffs.append(f"{key}: floats differ beyond rtol={rtol}")
-        elif not a.equals(b):
-            diffs.append(f"{key}: values differ")
-
-
-def _load_arrays(atype: str, path: Path) -> dict[str, np.ndarray]:
-    if atype == "npy":
-        return {"": np.load(path, allow_pickle=False)}
-    from safetensors.numpy import load_file
-
-    return load_file(path)
-
-
-def _cmp_arrays(x: dict[str, np.ndarray], y: dict[str, np.ndarray], name: str, rtol: float, diffs: list[str]) -> bool:
-    if set(x) != set(y):
-        diffs.append(f"{name}: tensor names differ")
-        return False
-    for k in x:
-        a, b = x[k], y[k]
-        if a.shape != b.shape or a.dtype != b.dtype:
-            diffs.append(f"{name}[{k}]: shape/dtype {a.shape}/{a.dtype} vs {b.shape}/{b.dtype}")
-        elif np.issubdtype(a.dtype, np.floating):
-            if not np.allclose(a, b, rtol=rtol, atol=0.0, equal_nan=True):
-                diffs.append(f"{name}[{k}]: max abs diff {np.max(np.abs(a - b)):.3g} beyond rtol={rtol}")
-        elif not np.array_equal(a, b):
-            diffs.append(f"{name}[{k}]: values differ")
-    return True
-
-
-def _cmp_dir(ours: Path, theirs: Path, name: str, rtol: float, diffs: list[str]) -> None:
-    files = lambda d: {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}  # noqa: E731
-    fx, fy = files(ours), files(theirs)
-    if fx != fy:
-        diffs.append(f"{name}: files differ: {sorted(fx ^ fy)[:5]}")
-        return
-    for rel in sorted(fx):
-        if dvc_md5(ours / rel) == dvc_md5(theirs / rel):
-            continue
-        if rel.endswith(".safetensors"):
-            _cmp_arrays(_load_arrays("safetensors", ours / rel), _load_arrays("safetensors", theirs / rel), f"{name}/{rel}", rtol, diffs)
-        else:
-            diffs.append(f"{name}/{rel}: bytes differ")
 
 
 def format_results(results: list[dict[str, Any]]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -157,7 +158,7 @@ def _path(item: str | dict[str, Any]) -> str:
     return item if isinstance(item, str) else next(iter(item))
 
 
-def _fill(doc: Any, item: dict[str, Any]) -> Any:
+def _fill(doc: Any, item: Mapping[str, Any]) -> Any:
     if isinstance(doc, dict):
         return {_fill(k, item): _fill(v, item) for k, v in doc.items()}
     if isinstance(doc, list):

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from paperdag.engine import Item
+
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 import stages.ckplug as ckplug  # noqa: E402  (a module that fails to import fails this file, never skips it)
@@ -39,11 +41,11 @@ def chained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, obj
     synth = ckplug.synthesize(ckplug.SynthesizeParams(**p["synthesize"], seed=1))
     trained, inferred, model_dirs = {}, {}, {}
     for r in REPLICATES:
-        trained[r] = ckplug.train(ckplug.TrainParams(**p["train"], replicate=int(r), seed=2 + int(r)), synth["train_rows"])
+        trained[r] = ckplug.train(ckplug.TrainParams(**p["train"], item=Item({"replicate": int(r)}), seed=2 + int(r)), synth["train_rows"])
         model_dir = tmp_path_factory.mktemp("ckplug") / f"model{r}"
         trained[r]["model"](model_dir)
         model_dirs[r] = model_dir
-        inferred[r] = ckplug.infer(ckplug.InferParams(**p["infer"], replicate=int(r)), model_dir, synth["counterfactual"],
+        inferred[r] = ckplug.infer(ckplug.InferParams(**p["infer"], item=Item({"replicate": int(r)})), model_dir, synth["counterfactual"],
                                    synth["adaptive"])
     evaluated = ckplug.evaluate(ckplug.EvaluateParams(), {r: t["train_stats"] for r, t in trained.items()},
                                 {r: i["predictions"] for r, i in inferred.items()},
@@ -126,7 +128,7 @@ def test_model_path_loads_a_local_checkpoint_instead_of_training(chained: dict) 
     """train with model_path set to a saved checkpoint (as a real local HF model would be) uses it with 0 steps:
     same closed-book recall as the model it was saved from."""
     p = chained["params"]["train"] | {"model_path": str(chained["model_dir"]), "steps": 0}
-    again = ckplug.train(ckplug.TrainParams(**p, replicate=0, seed=2), chained["synthesize"]["train_rows"])
+    again = ckplug.train(ckplug.TrainParams(**p, item=Item({"replicate": 0}), seed=2), chained["synthesize"]["train_rows"])
     assert again["train_stats"]["closed_book_recall"] == chained["train"]["train_stats"]["closed_book_recall"]
     assert again["train_stats"]["model"] == str(chained["model_dir"])
 

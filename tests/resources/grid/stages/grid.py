@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from paperdag.engine import Item
+
 
 @dataclass(frozen=True)
 class MakeParams:
     scale: int
     factor: float
-    arm: str
-    replicate: int
+    item: Item  # the matrix element: item.arm, item.replicate
     seed: int
 
 
@@ -20,10 +21,10 @@ class GatherParams:
 
 
 def make(params: MakeParams) -> dict:
-    value = params.scale * params.factor + params.replicate
-    return {"values": {"arm": params.arm, "replicate": params.replicate, "value": value, "seed": params.seed}}
+    value = params.scale * params.factor + params.item.replicate
+    return {"values": {"arm": params.item.arm, "replicate": params.item.replicate, "value": value, "seed": params.seed}}
 
 
-def gather(params: GatherParams, values: dict[str, dict]) -> dict:
-    return {"summary": {"elements": list(values), "total": sum(v["value"] for v in values.values()),
+def gather(params: GatherParams, values: dict[Item, dict]) -> dict:
+    return {"summary": {"elements": [str(item) for item in values], "total": sum(v["value"] for v in values.values()),
                         "seeds": sorted({v["seed"] for v in values.values()})}}

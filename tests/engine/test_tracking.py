@@ -1,0 +1,47 @@
+"""What every MLflow run carries (engine/tracking.py): canonical params JSON, the store's URI, the git commit and a
+dirty flag that ignores the engine's own lock files, the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support import git
+from paperdag.engine import tracking
+
+
+def test_canonical_json_is_one_string_for_equal_documents() -> None:
+    assert tracking.canonical_json({"b": [1, {"d": 2, "c": 3}], "a": Path("x")}) == '{"a":"x","b":[1,{"c":3,"d":2}]}'
+
+
+def test_the_store_is_the_projects_sqlite_unless_the_environment_names_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking.tracking_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
+    assert tracking.tracking_uri(tmp_path) == "http://mlflow:5000"
+
+
+def test_git_info_is_dirty_for_a_changed_file_but_not_for_dvc_lock(tmp_path: Path) -> None:
+    """A checkout whose only change is dvc.lock or paperdag.lock (rewritten by every stage) is clean; any other
+    tracked change makes it dirty; outside git the commit is 'none'."""
+    assert tracking.git_info(tmp_path) == {"git.commit": "none", "git.dirty": "false"}
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "user.email", "t@example.com")
+    git(tmp_path, "config", "user.name", "test")
+    for name in ("dvc.lock", "paperdag.lock", "stage.py"):
+        (tmp_path / name).write_text("1\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "x")
+    head = git(tmp_path, "rev-parse", "HEAD").strip()
+    (tmp_path / "dvc.lock").write_text("2\n")
+    (tmp_path / "paperdag.lock").write_text("2\n")
+    assert tracking.git_info(tmp_path) == {"git.commit": head, "git.dirty": "false"}
+    (tmp_path / "stage.py").write_text("2\n")
+    assert tracking.git_info(tmp_path)["git.dirty"] == "true"
+
+
+def test_environment_names_python_and_the_installed_packages() -> None:
+    env = tracking.environment()
+    assert env["env.python"].startswith("3.11") and int(env["env.cpu_count"]) >= 1
+    assert {"env.numpy", "env.polars", "env.dvc"} <= set(env)
