@@ -33,7 +33,8 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.text{text-align:left;max-width:32em}
-img{max-width:100%;border:1px solid #eee}figure{display:inline-block;vertical-align:top;max-width:48%;margin:.5em 1% .5em 0}summary{cursor:pointer;font-weight:600;margin:.6em 0}
+img{max-width:100%;border:1px solid #eee}summary{cursor:pointer;font-weight:600;margin:.6em 0}
+figure{display:inline-block;vertical-align:top;max-width:48%;margin:.5em 1% .5em 0}
 .meta{color:#666;font-size:12px}.badge{border-radius:4px;padding:1px 6px;font-size:12px;white-space:nowrap}
 .held,.ok{background:#e3f4e3;color:#075e07}.not_held,.broken{background:#fbe3e3;color:#9b0000}
 .within_noise,.warn{background:#fff3d6;color:#7a5200}.missing,.none{background:#eee;color:#555}"""
