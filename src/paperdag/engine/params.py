@@ -24,6 +24,15 @@ _BOUNDS = {
 }
 
 
+class InvalidParam(ValueError):
+    """A check across the fields of a stage's params dataclass failed: raised by its `__post_init__`, naming the field
+    at fault; `build` reports it as a SpecError on that field's params.yaml key."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(f"{field}: {problem}")
+
+
 def __getattr__(name: str) -> Any:
     if name in _BOUNDS:
         from pydantic import Field
@@ -85,7 +94,8 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
     """Instantiate the stage's params dataclass, strictly typed: a wrong type, a value its constraint refuses
     (`n: PositiveInt`, `Annotated[float, Field(ge=0, le=1)]`) or an unknown/missing key is an error.
 
-    `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine."""
+    `seed` and, for a matrix element, fields named like its matrix keys are filled by the engine. A check across
+    fields is the dataclass's `__post_init__` raising InvalidParam(field, problem): an error on that field's key."""
     item = item or {}
     for name in item:
         if name in flat:
@@ -118,7 +128,10 @@ def build(cls: type, flat: dict[str, tuple[str, Any]], seed: int, stage: str, it
             values[name] = seed
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise SpecError(PARAMS_FILE, name, f"missing: stage {stage} needs params field '{name}'")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except InvalidParam as e:
+        raise SpecError(PARAMS_FILE, flat[e.field][0] if e.field in flat else e.field, e.problem) from None
 
 
 def _type_name(t: Any) -> str:

@@ -15,7 +15,6 @@ from paperdag.methods.welfare_nns.instances import (
     CATEGORIES,
     COLOURS,
     clus_attributes,
-    gaussian_mixture,
     multi_label_membership,
     perturbed_queries,
     prob_attributes,
@@ -37,6 +36,7 @@ from paperdag.methods.welfare_nns.welfare import (
     welfare_gain,
     welfare_phi,
 )
+from paperdag.points import gaussian_mixture  # the shared mixture, re-exported
 
 __all__ = [
     "CATEGORIES",
