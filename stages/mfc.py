@@ -18,8 +18,19 @@ from rich.progress import track
 from threadpoolctl import threadpool_limits
 
 from paperdag.engine.params import Fraction
-from paperdag.methods.mfc import (VARIANTS, bit_strings, complete_forest, edited_strings, exact_mst, gamma_overlap, gaussian_mixture,
-                                  item_sets, learned_forest, tables, uniform_cube)
+from paperdag.methods.mfc import (
+    VARIANTS,
+    bit_strings,
+    complete_forest,
+    edited_strings,
+    exact_mst,
+    gamma_overlap,
+    gaussian_mixture,
+    item_sets,
+    learned_forest,
+    tables,
+    uniform_cube,
+)
 from paperdag.points import points_path, read_points
 
 INSTANCES = ("gaussian", "gaussian_noisy", "uniform", "hamming", "jaccard", "edit", "digits")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from support import REPO
+
 from paperdag.engine.errors import SpecError
 from paperdag.engine.params import load_params, lookup
 from paperdag.engine.runner import check_params

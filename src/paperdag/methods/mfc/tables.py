@@ -7,7 +7,13 @@ import numpy as np
 import polars as pl
 
 from paperdag.methods.mfc.forest import LearnedForest
-from paperdag.methods.mfc.metrics import EditSpace, EuclideanSpace, HammingSpace, JaccardSpace, MetricSpace
+from paperdag.methods.mfc.metrics import (
+    EditSpace,
+    EuclideanSpace,
+    HammingSpace,
+    JaccardSpace,
+    MetricSpace,
+)
 
 POINT_SCHEMA = {
     "instance": pl.String,

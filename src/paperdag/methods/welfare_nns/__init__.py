@@ -23,7 +23,12 @@ from paperdag.methods.welfare_nns.instances import (
     skewed_probabilities,
     unit_rows,
 )
-from paperdag.methods.welfare_nns.nash import RankedList, Selection, nash_ann, nash_select
+from paperdag.methods.welfare_nns.nash import (
+    RankedList,
+    Selection,
+    nash_ann,
+    nash_select,
+)
 from paperdag.methods.welfare_nns.welfare import (
     log_nsw,
     nsw,

@@ -8,8 +8,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from paperdag.methods.welfare_nns.instances import (CATEGORIES, COLOURS, clus_attributes, multi_label_membership, prob_attributes,
-                                                    product_queries, product_titles, unit_rows)
+from paperdag.methods.welfare_nns.instances import (
+    CATEGORIES,
+    COLOURS,
+    clus_attributes,
+    multi_label_membership,
+    prob_attributes,
+    product_queries,
+    product_titles,
+    unit_rows,
+)
 from paperdag.points import gaussian_mixture
 from paperdag.retrieval import encode, load_encoder
 

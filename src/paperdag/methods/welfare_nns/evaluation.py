@@ -13,7 +13,13 @@ import numpy as np
 import polars as pl
 
 from paperdag.methods.welfare_nns.welfare import nsw, one_hot
-from paperdag.retrieval import attribute_entropy, distinct_attributes, inverse_simpson, padded, recall_at_k_per_query
+from paperdag.retrieval import (
+    attribute_entropy,
+    distinct_attributes,
+    inverse_simpson,
+    padded,
+    recall_at_k_per_query,
+)
 
 
 def metrics(params: Any, results: pl.DataFrame, attributes: dict[str, np.ndarray], catalogue: dict[str, Any],

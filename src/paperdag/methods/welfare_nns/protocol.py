@@ -74,7 +74,7 @@ def emitter(rows: list[dict[str, Any]], dataset: str, scheme: str, repeats: int)
             select_ms = 0.0
             chosen = np.arange(len(ids))
             if select is not None:
-                chosen, seconds = best_of(lambda: select(ids, sims), repeats)
+                chosen, seconds = best_of(lambda ids=ids, sims=sims: select(ids, sims), repeats)
                 select_ms = 1e3 * seconds
             rows.append({
                 "dataset": dataset, "scheme": scheme, "method": method, "param": None if param is None else float(param),
@@ -98,7 +98,7 @@ def run_dataset(p: Any, rows: list[dict[str, Any]], dataset: str, info: dict[str
     exact = AnnIndex.build(items, kind="flat", metric=ann.metric)
     reps = p.timing_repeats
     exact_top_k = search_each_query(lambda q, ix=exact: ix.search(q, p.k), queries, sigma, reps)
-    top_k_search = lambda q, ix=ann: ix.search(q, p.k)  # noqa: E731
+    top_k_search = lambda q, ix=ann: ix.search(q, p.k)
     plain = search_each_query(top_k_search, queries, sigma, reps)
     pool = search_each_query(lambda q, ix=ann: ix.search(q, min(p.mmr_candidates, len(items))), queries, sigma, reps)
     fetch = search_each_query(lambda q, ix=ann: ix.search(q, min(p.fetch_candidates, len(items))), queries, sigma, reps)
@@ -109,8 +109,8 @@ def run_dataset(p: Any, rows: list[dict[str, Any]], dataset: str, info: dict[str
             emit("mmr", lam, pool, lambda i, s, lam=lam: mmr(s, items[i], p.k, lam))
         if spec["kind"] == "single":
             labels = attributes[f"{dataset}.{scheme}"]
-            approx = search_each_query(lambda q, ix=per_attribute(scheme): _concat(ix.search_each(q, p.k)), queries, sigma, reps,
-                                       alongside=top_k_search)
+            index = per_attribute(scheme)
+            approx = search_each_query(lambda q, ix=index: _concat(ix.search_each(q, p.k)), queries, sigma, reps, alongside=top_k_search)
             emit("top-k", None, Searched(plain.ids, plain.sims, approx.alongside_ms))
             _single_attribute(p, emit, queries, labels, spec["c"], items, ann.metric, sigma, approx, fetch)
         else:
