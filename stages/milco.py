@@ -169,7 +169,7 @@ def _distill(p: DistillParams, student: Milco, corpus: pl.DataFrame, queries: pl
 def distill(params: DistillParams, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame,
             aligned: Path) -> dict[str, object]:
     """Stage 2 from an aligned student: KL distillation of the dense teacher's group scores + FLOPS."""
-    from paperdag.methods.milco.student import aligned_student
+    from paperdag.methods.milco import aligned_student
 
     student = aligned_student(aligned, params.variant, connector=params.connector, echo=params.echo)
     return _distill(params, student, corpus, queries, groups)

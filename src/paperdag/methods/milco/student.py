@@ -29,13 +29,3 @@ def new_student(model: ModelParams, teacher: PreTrainedModel, tokenizer_dir: Pat
 def load_teacher(path: Path) -> tuple[PreTrainedModel, Any]:
     """The English SPLADE teacher (eval mode) and its tokenizer."""
     return AutoModelForMaskedLM.from_pretrained(path, local_files_only=True).eval(), AutoTokenizer.from_pretrained(path)
-
-
-def aligned_student(path: Path, variant: str, *, connector: bool, echo: bool) -> Milco:
-    """The student stage 1 aligned, with LexEcho switched to `echo` (stage 1 never trains it); its connector must be
-    the variant's."""
-    student = Milco.from_pretrained(path)
-    if isinstance(student.connector, torch.nn.Identity) == connector:
-        raise ValueError(f"milco variant {variant}: connector={connector} but its `aligned` dep was aligned with the other "
-                         "setting; point the stage's aligned dep at the matching align stage in pipelines/milco.yaml")
-    return student.with_echo(echo)
