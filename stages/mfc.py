@@ -18,20 +18,9 @@ from rich.progress import track
 from threadpoolctl import threadpool_limits
 
 from paperdag.engine.params import Fraction
-from paperdag.methods.mfc import (
-    VARIANTS,
-    bit_strings,
-    complete_forest,
-    edited_strings,
-    exact_mst,
-    gamma_overlap,
-    gaussian_mixture,
-    item_sets,
-    learned_forest,
-    tables,
-    uniform_cube,
-)
-from paperdag.points import points_path, read_points
+from paperdag.methods.mfc import VARIANTS, complete_forest, exact_mst, gamma_overlap, learned_forest, tables
+from paperdag.methods.mfc.instances import bit_strings, edited_strings, item_sets, uniform_cube
+from paperdag.points import gaussian_mixture, points_path, read_points
 
 INSTANCES = ("gaussian", "gaussian_noisy", "uniform", "hamming", "jaccard", "edit", "digits")
 Instance = Literal[INSTANCES + ("file",)]  # "file": the user's points_file

@@ -7,7 +7,6 @@ and rankings into metrics.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,29 +201,18 @@ def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, mod
     """Per variant: encode the documents, mass-prune at each rho, build an inverted index. Baselines: BM25 on the
     source text, translate-then-BM25 (dictionary learned from the parallel text), dense MiniLM (exact, flat)."""
     from paperdag.methods.milco import Milco
-    from paperdag.methods.milco.search import baseline_indexes, sparse_indexes
+    from paperdag.methods.milco.search import Indexes, baseline_indexes, sparse_indexes
 
     p = params
-    docs = corpus.sort("doc_id")
-    stats: dict[str, Any] = {"n_docs": docs.height, "sparse": []}
+    docs = corpus.sort("doc_id")["text"].to_list()
+    stats: dict[str, Any] = {"n_docs": len(docs), "sparse": []}
     built: dict[str, Any] = {}
     for variant, path in zip(VARIANTS, (model_milco, model_no_echo, model_no_connector, model_no_align), strict=True):
-        indexes, rows = sparse_indexes(Milco.from_pretrained(path), variant, docs["text"].to_list(), p.rhos, p.max_length)
+        indexes, rows = sparse_indexes(Milco.from_pretrained(path), variant, docs, p.rhos, p.max_length)
         built |= indexes
         stats["sparse"] += rows
-    dense, bm25, translate_bm25, dictionary, baseline_stats = baseline_indexes(docs["text"].to_list(), parallel, p.dense_encoder, p.bm25_k1,
-                                                                              p.bm25_b)
-    stats |= baseline_stats
-
-    def write(path: Path) -> None:
-        for name, inverted in built.items():
-            inverted.save(path / name)
-        dense.save(path / "dense")
-        bm25.save(path / "bm25")
-        translate_bm25.save(path / "translate_bm25")
-        (path / "translate_bm25" / "dictionary.json").write_text(json.dumps(dictionary, ensure_ascii=False, sort_keys=True) + "\n")
-
-    return {"indexes": write, "index_stats": stats}
+    *baselines, baseline_stats = baseline_indexes(docs, parallel, p.dense_encoder, p.bm25_k1, p.bm25_b)
+    return {"indexes": Indexes(built, *baselines).save, "index_stats": stats | baseline_stats}
 
 
 # ---------------------------------------------------------------- retrieve: every method on the test queries, timed per query
@@ -243,21 +231,17 @@ def retrieve(params: RetrieveParams, queries: pl.DataFrame, indexes: Path, model
     """Top-100 rankings of the test queries for each (variant, rho) and baseline; search latency per query measured
     one query at a time on one thread (query encoding excluded: it is reported separately per method). With
     prune_queries, query vectors are mass-pruned at the same rho as the documents."""
-    from paperdag.methods.milco import InvertedIndex, Milco
-    from paperdag.methods.milco.search import Runs
-    from paperdag.retrieval import AnnIndex, BM25Index
+    from paperdag.methods.milco import Milco
+    from paperdag.methods.milco.search import Indexes, Runs
 
     p = params
     test = queries.filter(pl.col("split") == "test").sort("query_id")
     texts = test["text"].to_list()
+    built = Indexes.load(indexes, VARIANTS)
     runs = Runs(test["query_id"].to_list())
     for variant, path in zip(VARIANTS, (model_milco, model_no_echo, model_no_connector, model_no_align), strict=True):
-        pruned = [(float(sub.name.removeprefix("rho_")), InvertedIndex.load(sub)) for sub in sorted((indexes / variant).iterdir())]
-        runs.sparse(Milco.from_pretrained(path), variant, pruned, texts, p.max_length, p.latency_repeats, p.prune_queries)
-
-    dictionary = json.loads((indexes / "translate_bm25" / "dictionary.json").read_text())
-    runs.baselines(texts, p.dense_encoder, AnnIndex.load(indexes / "dense"), BM25Index.load(indexes / "bm25"),
-                   BM25Index.load(indexes / "translate_bm25"), dictionary, p.latency_repeats)
+        runs.sparse(Milco.from_pretrained(path), variant, built.pruned(variant), texts, p.max_length, p.latency_repeats, p.prune_queries)
+    runs.baselines(texts, p.dense_encoder, built, p.latency_repeats)
     return {"runs": pl.concat(runs.frames), "latency": runs.latency}
 
 

@@ -15,15 +15,13 @@ from typing import Annotated, Literal
 import numpy as np
 import polars as pl
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
-from rich.progress import track
 
 from paperdag.engine.params import InvalidParam
 from paperdag.methods.rap import SOURCES
 
 # The planner's model and training need torch: they are imported inside train and simulate, so that importing this
 # module (every rap stage process does) stays cheap for synthesize, augment and evaluate (tests/engine/test_imports.py).
-# The arms are rap.arms of params.yaml (the train matrix runs over its keys): their order is the order of the stages'
-# gathered inputs.
+# The arms are the keys of params.yaml rap.arms (the train matrix runs over them), in the order of the gathered inputs.
 
 
 class _Waypoints:
@@ -67,26 +65,18 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     """Random scenarios (train and held-out test), each driven by the expert; at every waypoint interval a logged
     frame with its real and raster camera views, ego status and the expert's future in the ego frame. Also the
     rasteriser's frames/s at 64 x 128 on this core and the raster-vs-real figure."""
-    from paperdag.methods.rap.logs import log_frames, raster_fps, scenario_rows
-    from paperdag.sim.driving import Camera, ScenarioConfig, make_scenario
+    from paperdag.methods.rap.logs import synthesize_logs
+    from paperdag.sim.driving import Camera, ScenarioConfig
     from paperdag.sim.driving.figures import views_figure
 
     p = params
     rng = np.random.default_rng(p.seed)
     cfg = ScenarioConfig(lanes=p.lanes, agents=p.agents, max_curvature=p.max_curvature, ego_speed=p.ego_speed)
-    scenarios = [make_scenario(rng, cfg) for _ in range(p.train_scenarios + p.test_scenarios)]
-    splits = ["train"] * p.train_scenarios + ["test"] * p.test_scenarios
     cam = Camera(p.image_height, p.image_width)
-    egos, agents, rows, real, raster, render_s = log_frames(scenarios, splits, p.duration, p.dt, p.waypoint_interval, p.every, p.waypoints, cam,
-                                                            rng)
-    probe_fps = raster_fps(scenarios[0], egos[0], agents[0], p.fps_probe_frames)
-    stats = {"frames": len(rows), "image_size": [p.image_height, p.image_width], "render_seconds": render_s,
-             "raster_frames_per_s": len(rows) / max(render_s["raster"], 1e-9), "real_frames_per_s": len(rows) / max(render_s["real"], 1e-9),
-             "raster_frames_per_s_64x128": probe_fps}
-    return {"scenarios": pl.DataFrame(scenario_rows(scenarios)).with_columns(pl.Series("split", splits)),
-            "frames": pl.DataFrame(rows), "ego_log": np.stack(egos), "agent_log": np.stack(agents),
-            "real": np.stack(real), "raster": np.stack(raster), "synth_stats": stats,
-            "views": views_figure(scenarios[0], egos[0], agents[0], cam, rng, p.every)}
+    logs = synthesize_logs(cfg, p.train_scenarios, p.test_scenarios, p.duration, p.dt, p.waypoint_interval, p.every, p.waypoints, cam,
+                           p.fps_probe_frames, rng)
+    scenarios = logs.pop("scenario_list")
+    return logs | {"views": views_figure(scenarios[0], logs["ego_log"][0], logs["agent_log"][0], cam, rng, p.every)}
 
 
 # ---------------------------------------------------------------- augment
@@ -125,13 +115,8 @@ def augment(params: AugmentParams, scenarios: pl.DataFrame, frames: pl.DataFrame
     aug = Augmentation(Perturbation(p.position, p.yaw_deg, p.speed, p.accel), p.recovery_per_frame, p.cross_agents_per_frame,
                        p.cross_agent_radius, p.every, p.waypoints)
     roads = {r["scenario"]: scenario_of(r).road() for r in scenarios.iter_rows(named=True)}
-    rows, images, render_s = augment_frames(frames.filter(pl.col("split") == "train"), roads, ego_log, agent_log, cam, aug, rng)
-    table = pl.DataFrame(rows)
-    counts = dict(table.group_by("source").len().iter_rows())
-    stats = {"counts": counts, "augmented_frames": len(images), "render_seconds": render_s,
-             "raster_frames_per_s": len(images) / max(render_s, 1e-9)}
-    aug = np.stack(images) if images else np.zeros((0, cam.height, cam.width, 3), np.uint8)
-    return {"train_set": table, "aug": aug, "augment_stats": stats}
+    table, images, stats = augment_frames(frames.filter(pl.col("split") == "train"), roads, ego_log, agent_log, cam, aug, rng)
+    return {"train_set": table, "aug": images, "augment_stats": stats}
 
 
 # ---------------------------------------------------------------- train (one element per arm x replicate)
@@ -199,21 +184,15 @@ class SimulateParams:
     seed: int
 
 
-def _element(key: str) -> tuple[str, int]:
-    arm, _, replicate = key.rpartition("-")
-    return arm, int(replicate)
-
-
 def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFrame, real: np.ndarray,
              models: dict[str, dict]) -> dict[str, object]:
     """Closed-loop roll-outs of every trained planner (and of the expert) on the held-out scenarios, seeing real
     camera images only; per-episode NC, DAC, TTC, EP, comfort and PDMS; open-loop L2 on the held-out logged frames."""
     import torch
 
-    from paperdag.methods.rap import episode_rows, l2_at, load_planner, predict
+    from paperdag.methods.rap.closed_loop import Drive, roll_out
     from paperdag.methods.rap.figures import rollout_strip
     from paperdag.methods.rap.logs import scenario_of
-    from paperdag.sim.driving import Camera, drive
 
     p = params
     torch.set_num_threads(p.threads)
@@ -221,33 +200,17 @@ def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFra
     if not len(test):
         raise ValueError("simulate: scenarios.parquet has no test scenarios (params.yaml rap.synthesize.test_scenarios)")
     held_out = [scenario_of(r) for r in test.iter_rows(named=True)]
-    ids = test["scenario"].to_list()
-    start = time.perf_counter()
-    expert = drive(held_out, None, Camera(), p.duration, p.dt, p.replan_every, p.waypoint_interval, p.route_length, np.random.default_rng(p.seed))
-    reference = [e.progress for e in expert]
-    rows = episode_rows("expert", 0, ids, expert, reference)
     test_frames = frames.filter(pl.col("split") == "test")
     idx = test_frames["frame"].to_numpy()
-    status = test_frames.select("speed", "accel").to_numpy().astype(np.float32)
-    target = np.array(test_frames["target"].to_list(), np.float32).reshape(len(idx), -1, 2)
-    open_loop, strip_episodes = [], {}
-    for key in track(models, description="rap simulate"):  # the train matrix's order: arm by arm
-        arm, replicate = _element(key)
-        model = load_planner(models[key])
-        h, w = (int(x) for x in models[key]["meta.image_size"])
-        planner = lambda images, st, m=model: predict(m, images, st.astype(np.float32))  # noqa: E731
-        keep = replicate == 0 and arm in (p.strip_arm, "il_real")
-        episodes = drive(held_out, planner, Camera(h, w), p.duration, p.dt, p.replan_every, p.waypoint_interval, p.route_length,
-                         np.random.default_rng(p.seed), keep_frames=keep)
-        rows += episode_rows(arm, replicate, ids, episodes, reference)
-        if keep:
-            strip_episodes[arm] = episodes[0]
-        open_loop.append({"arm": arm, "replicate": replicate, **{f"l2_{k}": v for k, v in
-                          l2_at(predict(model, real[idx], status), target, p.waypoint_interval, tuple(p.l2_horizons)).items()}})
+    logged = (real[idx], test_frames.select("speed", "accel").to_numpy().astype(np.float32),
+              np.array(test_frames["target"].to_list(), np.float32).reshape(len(idx), -1, 2))
+    start = time.perf_counter()
+    how = Drive(p.duration, p.dt, p.replan_every, p.waypoint_interval, p.route_length, p.seed)
+    rows, open_loop, expert, kept = roll_out(held_out, test["scenario"].to_list(), models, logged, how, tuple(p.l2_horizons),
+                                             (p.strip_arm, "il_real"))  # models in the train matrix's order, arm by arm
     stats = {"episodes": len(rows), "test_scenarios": len(held_out), "seconds": time.perf_counter() - start}
-    road = held_out[0].road()
     return {"rollouts": pl.DataFrame(rows), "open_loop": pl.DataFrame(open_loop), "sim_stats": stats,
-            "rollout_strip": rollout_strip(road, expert[0], strip_episodes, p.strip_arm, p.dt, p.replan_every)}
+            "rollout_strip": rollout_strip(held_out[0].road(), expert[0], kept, p.strip_arm, p.dt, p.replan_every)}
 
 
 # ---------------------------------------------------------------- evaluate

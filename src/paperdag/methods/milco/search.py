@@ -4,8 +4,11 @@ at every pruning level they search."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +39,36 @@ def sparse_indexes(model: Milco, variant: str, texts: list[str], rhos: list[floa
         stats.append({"variant": variant, "rho": rho, "active_dims": active_dims(pruned), "pivot_dims": pivot_dims,
                       "echo_dims": active_dims(pruned) - pivot_dims, "index_bytes": inverted.nbytes, "encode_s": encode_s})
     return built, stats
+
+
+@dataclass
+class Indexes:
+    """Every index the retrieval searches: the sparse ones ("<variant>/rho_<rho>", by variant in rho order), dense
+    exact search, BM25 and translate-then-BM25 with its word dictionary; one directory each under a root."""
+
+    sparse: dict[str, InvertedIndex]
+    dense: AnnIndex
+    bm25: BM25Index
+    translate_bm25: BM25Index
+    dictionary: dict[str, str]
+
+    def save(self, path: Path) -> None:
+        for name, inverted in self.sparse.items():
+            inverted.save(path / name)
+        self.dense.save(path / "dense")
+        self.bm25.save(path / "bm25")
+        self.translate_bm25.save(path / "translate_bm25")
+        (path / "translate_bm25" / "dictionary.json").write_text(json.dumps(self.dictionary, ensure_ascii=False, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, path: Path, variants: tuple[str, ...]) -> Indexes:
+        sparse = {f"{v}/{sub.name}": InvertedIndex.load(sub) for v in variants for sub in sorted((path / v).iterdir())}
+        return cls(sparse, AnnIndex.load(path / "dense"), BM25Index.load(path / "bm25"), BM25Index.load(path / "translate_bm25"),
+                   json.loads((path / "translate_bm25" / "dictionary.json").read_text()))
+
+    def pruned(self, variant: str) -> list[tuple[float, InvertedIndex]]:
+        """(rho, index) of one variant, in the order saved."""
+        return [(float(key.rpartition("/rho_")[2]), ix) for key, ix in self.sparse.items() if key.startswith(f"{variant}/")]
 
 
 def baseline_indexes(texts: list[str], parallel: pl.DataFrame, dense_encoder: str, k1: float, b: float) -> tuple[Any, Any, Any, dict, dict]:
@@ -95,8 +128,7 @@ class Runs:
             self.record("milco", variant, rho, ids, search_s, encode_s)
             self.latency[f"{variant}/rho_{rho:g}"]["query_active_dims"] = active_dims(qp)
 
-    def baselines(self, texts: list[str], dense_encoder: str, dense: Any, bm25: Any, translate_bm25: Any, dictionary: dict[str, str],
-                  repeats: int) -> None:
+    def baselines(self, texts: list[str], dense_encoder: str, indexes: Indexes, repeats: int) -> None:
         """Dense exact search (queries encoded apart, timed best of `repeats`), BM25 and translate-then-BM25."""
         import faiss
 
@@ -105,11 +137,12 @@ class Runs:
             qv = encode(load_encoder(dense_encoder), texts, progress=False)
         encode_s = time.perf_counter() - start
         faiss.omp_set_num_threads(1)
-        self.record("dense", "dense", None, *timed_search(lambda i: dense.search(qv[i : i + 1], K)[1], len(texts), repeats), encode_s)
-        self.record("bm25", "bm25", None, *timed_search(lambda i: bm25.search([texts[i]], K)[1], len(texts), 1), 0.0)
-        translated = [translate(t, dictionary) for t in texts]
+        ix = indexes
+        self.record("dense", "dense", None, *timed_search(lambda i: ix.dense.search(qv[i : i + 1], K)[1], len(texts), repeats), encode_s)
+        self.record("bm25", "bm25", None, *timed_search(lambda i: ix.bm25.search([texts[i]], K)[1], len(texts), 1), 0.0)
+        translated = [translate(t, ix.dictionary) for t in texts]
         self.record("translate_bm25", "translate_bm25", None,
-                    *timed_search(lambda i: translate_bm25.search([translated[i]], K)[1], len(texts), 1), 0.0)
+                    *timed_search(lambda i: ix.translate_bm25.search([translated[i]], K)[1], len(texts), 1), 0.0)
 
 
 def _rows(matrix: sp.csr_matrix) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -72,13 +72,13 @@ class Augmentation:
 
 
 def augment_frames(train: pl.DataFrame, roads: dict[int, Road], ego_log: np.ndarray, agent_log: np.ndarray, cam: Camera,
-                   aug: Augmentation, rng: np.random.Generator) -> tuple[list[dict], list[np.ndarray], float]:
+                   aug: Augmentation, rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray, dict]:
     """The training table of every sample kind for the logged frames `train` (columns frame, scenario, step, speed,
     accel, target): each frame as real_log and raster_log, then per frame `recovery_per_frame` recovery rasters from
     perturbed ego poses (target: the logged expert future seen from the perturbed pose) and up to
     `cross_agents_per_frame` cross-agent rasters from nearby agents' poses (target: their logged futures), the ego a
-    car in their view. Returns (rows, augmented rasters, seconds spent rendering them); rows of kind recovery and
-    cross_agent index the rasters ("aug"), the others the logged images."""
+    car in their view. Returns (the table, the augmented rasters (N, H, W, 3), stats: counts per kind, render time);
+    rows of kind recovery and cross_agent index the rasters ("aug"), the others the logged images."""
     rows: list[dict] = []
     for f in train.iter_rows(named=True):
         for source, image in (("real_log", "real"), ("raster_log", "raster")):
@@ -102,4 +102,7 @@ def augment_frames(train: pl.DataFrame, roads: dict[int, Road], ego_log: np.ndar
             render_s += time.perf_counter() - t0
             rows.append({"source": source, "image": "aug", "index": len(images) - 1, "speed": float(pose[V]), "accel": float(pose[A]),
                          "target": target.ravel().tolist()})
-    return rows, images, render_s
+    table = pl.DataFrame(rows)
+    stats = {"counts": dict(table.group_by("source").len().iter_rows()), "augmented_frames": len(images), "render_seconds": render_s,
+             "raster_frames_per_s": len(images) / max(render_s, 1e-9)}
+    return table, np.stack(images) if images else np.zeros((0, cam.height, cam.width, 3), np.uint8), stats
