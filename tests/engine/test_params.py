@@ -15,7 +15,7 @@ from pydantic import Field, PositiveInt
 
 from support import REPO, cli
 from paperdag.engine.errors import SpecError
-from paperdag.engine.params import build, collect, load_params, lookup, set_params, stage_seed
+from paperdag.engine.params import InvalidParam, build, collect, load_params, lookup, set_params, stage_seed
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,25 @@ def test_impossible_value_of_the_right_type_names_the_key_and_what_is_allowed(ov
     with pytest.raises(SpecError) as e:
         build(Bounded, collect(params, ("m",)), seed=1, stage="m:s")
     assert e.value.file == "params.yaml" and e.value.key == key and fragment in e.value.problem
+
+
+@dataclass(frozen=True)
+class Paired:
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise InvalidParam("high", f"{self.high} must be >= low ({self.low})")
+
+
+def test_a_check_across_fields_names_the_key_at_fault() -> None:
+    """A params dataclass's __post_init__ raising InvalidParam(field, problem) is a SpecError on that field's
+    params.yaml key; values that pass build the dataclass."""
+    assert build(Paired, collect({"m": {"low": 1, "high": 2}}, ("m",)), seed=1, stage="m:s") == Paired(1, 2)
+    with pytest.raises(SpecError) as e:
+        build(Paired, collect({"m": {"low": 3, "high": 2}}, ("m",)), seed=1, stage="m:s")
+    assert (e.value.file, e.value.key, e.value.problem) == ("params.yaml", "m.high", "2 must be >= low (3)")
 
 
 def _stage_module(path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
