@@ -13,13 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
-from pydantic import (
-    AfterValidator,
-    NonNegativeFloat,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-)
+from pydantic import AfterValidator, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 from paperdag._lazy import when_imported
 from paperdag.engine.params import Fraction, PositiveFraction

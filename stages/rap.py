@@ -145,13 +145,7 @@ def train(params: TrainParams, train_set: pl.DataFrame, real: np.ndarray, raster
     """One arm's planner, trained on its sample kinds (rap.arms.<arm>.sources) with its R2R switches."""
     import torch
 
-    from paperdag.methods.rap import (
-        TrainConfig,
-        history_summary,
-        planner_state,
-        samples_of,
-        train_planner,
-    )
+    from paperdag.methods.rap import TrainConfig, history_summary, planner_state, samples_of, train_planner
 
     p = params
     torch.set_num_threads(p.threads)
