@@ -24,11 +24,13 @@ from paperdag.methods.rap import SOURCES
 # The arms are the keys of params.yaml rap.arms (the train matrix runs over them), in the order of the gathered inputs.
 
 
-class _Waypoints:
-    """A waypoint every waypoint_interval seconds, a whole number of dt steps: checked when params.yaml is loaded."""
+@dataclass(frozen=True)
+class WaypointParams:
+    """`waypoints` planned every waypoint_interval seconds, a whole number of dt steps (checked at load)."""
 
-    dt: float
-    waypoint_interval: float
+    dt: PositiveFloat
+    waypoints: PositiveInt
+    waypoint_interval: PositiveFloat
 
     def __post_init__(self) -> None:
         if self.every < 1 or abs(self.every * self.dt - self.waypoint_interval) > 1e-9:
@@ -44,7 +46,7 @@ class _Waypoints:
 
 
 @dataclass(frozen=True)
-class SynthesizeParams(_Waypoints):
+class SynthesizeParams(WaypointParams):
     train_scenarios: PositiveInt
     test_scenarios: PositiveInt
     lanes: PositiveInt
@@ -52,9 +54,6 @@ class SynthesizeParams(_Waypoints):
     max_curvature: NonNegativeFloat
     ego_speed: PositiveFloat
     duration: PositiveFloat
-    dt: PositiveFloat
-    waypoints: PositiveInt
-    waypoint_interval: PositiveFloat
     image_height: PositiveInt
     image_width: PositiveInt
     fps_probe_frames: PositiveInt
@@ -83,7 +82,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 
 
 @dataclass(frozen=True)
-class AugmentParams(_Waypoints):
+class AugmentParams(WaypointParams):
     position: NonNegativeFloat
     yaw_deg: NonNegativeFloat
     speed: NonNegativeFloat
@@ -91,9 +90,6 @@ class AugmentParams(_Waypoints):
     recovery_per_frame: NonNegativeInt
     cross_agents_per_frame: NonNegativeInt
     cross_agent_radius: NonNegativeFloat
-    dt: PositiveFloat
-    waypoints: PositiveInt
-    waypoint_interval: PositiveFloat
     seed: int
 
 
@@ -219,14 +215,9 @@ def evaluate(params: EvaluateParams, rollouts: pl.DataFrame, open_loop: pl.DataF
              sim_stats: dict, train_stats: dict[str, dict]) -> dict[str, object]:
     """PDMS and its parts per arm (mean and spread over replicates of the per-replicate means over scenarios),
     collision / off-road rates, route completion, open-loop L2; the rasteriser's speed and time share (the claims' numbers)."""
-    from paperdag.figures import per_arm_bars
-    from paperdag.methods.rap.evaluation import arm_table, headline, per_replicate
+    from paperdag.methods.rap.evaluation import arm_table, headline, pdms_per_arm, per_replicate
 
     per_rep = per_replicate(rollouts, open_loop)
     table = arm_table(per_rep, rollouts["arm"].unique(maintain_order=True).to_list())  # the expert first, then simulate's order
-    figure = per_arm_bars([r["arm"] for r in table], [r["PDMS"] for r in table], [r.get("PDMS_std", 0.0) for r in table],
-                          [per_rep.filter(pl.col("arm") == r["arm"])["PDMS"].to_numpy() for r in table],
-                          colors=["0.6"] + ["tab:blue"] * (len(table) - 1), ylabel="closed-loop PDMS (0-100)", ylim=(0, 105),
-                          title="PDMS per arm on held-out scenarios (bar: mean over replicates, dots: replicates)")
     return {"metrics": {"headline": headline(table, synth_stats, augment_stats, sim_stats, train_stats), "table": table},
-            "pdms_per_arm": figure}
+            "pdms_per_arm": pdms_per_arm(table, per_rep)}

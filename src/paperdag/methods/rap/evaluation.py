@@ -5,6 +5,9 @@ scenarios (PDMS and its parts, infraction rates, route completion, open-loop L2)
 from __future__ import annotations
 
 import polars as pl
+from matplotlib.figure import Figure
+
+from paperdag.figures import per_arm_bars
 
 COMPARED = ("il_real", "rap_r2r")  # the claims' arms: IL on real images only (arm 1), RAP with R2R (arm 5)
 
@@ -71,3 +74,11 @@ def headline(table: list[dict], synth_stats: dict, augment_stats: dict, sim_stat
         "units": "PDMS in points (0-100), mean over held-out scenarios per replicate, then mean and sample std over replicates",
     }
     return headline
+
+
+def pdms_per_arm(table: list[dict], per_rep: pl.DataFrame) -> Figure:
+    """Closed-loop PDMS per arm: a bar at the mean over replicates with its std, a dot per replicate (the expert grey)."""
+    return per_arm_bars([r["arm"] for r in table], [r["PDMS"] for r in table], [r.get("PDMS_std", 0.0) for r in table],
+                        [per_rep.filter(pl.col("arm") == r["arm"])["PDMS"].to_numpy() for r in table],
+                        colors=["0.6"] + ["tab:blue"] * (len(table) - 1), ylabel="closed-loop PDMS (0-100)", ylim=(0, 105),
+                        title="PDMS per arm on held-out scenarios (bar: mean over replicates, dots: replicates)")
