@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
 
@@ -39,7 +40,7 @@ def pareto_panels(table: list[dict], panel: Sequence[str], x: str, y: str, style
         ax.grid(alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
-    handles = {}
+    handles: dict[str, Artist] = {}
     for ax in axes[: len(panels)]:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, h)
