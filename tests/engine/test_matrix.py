@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support import RESOURCES, cli, commit_project, dvc
+
 from paperdag.engine.errors import SpecError
 from paperdag.engine.params import Item, build, collect, load_params, stage_seed
 from paperdag.engine.spec import load_project
@@ -78,6 +78,20 @@ def test_item_is_an_immutable_hashable_mapping_named_like_dvc() -> None:
         _ = item.seed
     assert copy.deepcopy(item) == item and dataclasses.asdict(Wrapper(item)) == {"item": item}
     assert not Item() and str(Item()) == ""
+
+
+def test_a_matrix_axis_may_name_a_params_mapping_whose_keys_are_its_values(tmp_path: Path) -> None:
+    """arm: ${grid.arms} (a mapping a: ..., b: ...) expands over its keys in order, as [a, b] does, and DVC expands
+    the rendered dvc.yaml into the same stages: the values are written once, in params.yaml."""
+    repo = tmp_path / "grid"
+    shutil.copytree(GRID, repo)
+    spec = repo / "pipelines" / "grid.yaml"
+    spec.write_text(spec.read_text().replace("arm: [a, b]", "arm: ${grid.arms}"))
+    make = [s.name for s in load_project(repo).order("grid") if s.name.startswith("make@")]
+    assert make == [f"make@{k}" for k in ELEMENTS]
+    commit_project(repo, "grid over a mapping")
+    listed = [line.split()[0] for line in dvc(repo, "stage", "list").stdout.splitlines()]
+    assert [s for s in listed if s.startswith("grid-make@")] == [f"grid-make@{k}" for k in ELEMENTS]
 
 
 BAD = {

@@ -95,6 +95,25 @@ def test_impossible_value_of_the_right_type_names_the_key_and_what_is_allowed(ov
     assert e.value.file == "params.yaml" and e.value.key == key and fragment in e.value.problem
 
 
+@dataclass(frozen=True)
+class Paired:
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError("high", f"{self.high} must be >= low ({self.low})")
+
+
+def test_a_check_across_fields_names_the_key_at_fault() -> None:
+    """A params dataclass's __post_init__ raising ValueError(field, problem) is a SpecError on that field's
+    params.yaml key; values that pass build the dataclass."""
+    assert build(Paired, collect({"m": {"low": 1, "high": 2}}, ("m",)), seed=1, stage="m:s") == Paired(1, 2)
+    with pytest.raises(SpecError) as e:
+        build(Paired, collect({"m": {"low": 3, "high": 2}}, ("m",)), seed=1, stage="m:s")
+    assert (e.value.file, e.value.key, e.value.problem) == ("params.yaml", "m.high", "2 must be >= low (3)")
+
+
 def _stage_module(path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """A stage module loaded from its file, registered while the test runs (type hints resolve in its namespace)."""
     spec = importlib.util.spec_from_file_location(f"stages_{path.stem}", path)

@@ -144,3 +144,14 @@ def test_errors_name_what_is_wrong():
         recall_at_k(np.array([[1], [2]]), [{1}, {2}, {3}], 1)
     with pytest.raises(ValueError, match="int array"):
         recall_at_k(np.array([[1.0]]), [{1}], 1)
+
+
+def test_padded_fills_ragged_lists_and_cuts_at_width():
+    """Ragged per-query lists become one array: the fill in empty slots, the longest list's width unless given,
+    a longer list cut at the width given; the dtype as asked."""
+    from paperdag.retrieval import padded
+
+    out = padded([[1, 2, 3], [4]], -1)
+    assert out.dtype == np.float64 and out.tolist() == [[1, 2, 3], [4, -1, -1]]
+    ids = padded([[1, 2, 3], []], -1, width=2, dtype=np.int64)
+    assert ids.dtype == np.int64 and ids.tolist() == [[1, 2], [-1, -1]]

@@ -279,7 +279,8 @@ def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], para
     where = f"stages.{name}.matrix"
     declared = doc["matrix"]
     if not isinstance(declared, dict) or not declared:
-        raise SpecError(file, where, "expected a mapping of name -> list of values (or a ${params.key} naming one)")
+        raise SpecError(file, where, "expected a mapping of name -> list of values (or a ${params.key} naming a list, or a "
+                        "mapping whose keys are the values)")
     values: dict[str, list[str | int]] = {}
     for key, raw in declared.items():
         if not isinstance(key, str) or not _NAME.match(key):
@@ -294,6 +295,8 @@ def _parse_matrix(file: str, pipeline: str, name: str, doc: dict[str, Any], para
             except KeyError:
                 raise SpecError(file, f"{where}.{key}", f"'{ref.group(1)}' is not in params.yaml") from None
             source = ("params.yaml", ref.group(1))
+            if isinstance(raw, dict):  # a mapping's keys, in order, as DVC iterates a mapping named in `matrix:`
+                raw = list(raw)
         ok = isinstance(raw, list) and raw and all(
             isinstance(v, (str, int)) and not isinstance(v, bool) and _VALUE.match(str(v)) for v in raw)
         if not ok or len(set(map(str, raw))) != len(raw):

@@ -16,5 +16,5 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "bm25": ["BM25Index"],
     "encode": ["PACKAGED_MINILM", "encode", "load_encoder"],
     "metrics": ["attribute_entropy", "distinct_attributes", "inverse_simpson", "labels_at", "mrr", "ndcg_at_k",
-                "ndcg_at_k_per_query", "recall_at_k", "recall_at_k_per_query", "reciprocal_rank"],
+                "ndcg_at_k_per_query", "padded", "recall_at_k", "recall_at_k_per_query", "reciprocal_rank"],
 })

@@ -17,6 +17,16 @@ Relevant = Sequence[set[int]] | Sequence[Sequence[int]] | np.ndarray  # per quer
 Relevance = Sequence[Mapping[int, float]] | Relevant  # per query: {id: graded gain}, or relevant ids (gain 1)
 
 
+def padded(lists: Sequence[Sequence[float]], fill: float, width: int | None = None, dtype: type = np.float64) -> np.ndarray:
+    """Ragged per-query lists (ids, scores) as one (m, width) array, `fill` in the empty slots (width: the longest
+    list); a longer list is cut at width."""
+    width = width or max(len(x) for x in lists)
+    out = np.full((len(lists), width), fill, dtype=dtype)
+    for i, x in enumerate(lists):
+        out[i, : min(len(x), width)] = x[:width]
+    return out
+
+
 def _retrieved(retrieved: np.ndarray, k: int | None) -> np.ndarray:
     r = np.asarray(retrieved)
     if r.ndim == 1:

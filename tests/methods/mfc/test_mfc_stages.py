@@ -66,14 +66,6 @@ def test_stages_chain_and_produce_declared_outputs(tmp_path: Path) -> None:
     json.dumps(trained["forest_stats"])
 
 
-def test_unknown_instance_names_the_key() -> None:
-    """A misspelt instance is rejected with the params.yaml key and the valid names."""
-    p = tiny_params("")
-    p["synthesize"]["instances"] = ["gausian"]
-    with pytest.raises(ValueError, match="mfc.synthesize.instances"):
-        mfc.synthesize(mfc.SynthesizeParams(**p["synthesize"], seed=1))
-
-
 def test_sweep_gives_a_row_per_budget_and_headline_reads_the_default() -> None:
     """Each swept variant has one table row per budget (default included); the headline is at the default budget."""
     p = tiny_params("")
@@ -103,12 +95,3 @@ def test_sweep_gives_a_row_per_budget_and_headline_reads_the_default() -> None:
     simple = {r["instance"]: r["cost_ratio_mst"] for r in metrics["table"] if r["variant"] == "simple"}
     zero = {r["instance"]: r["cost_ratio_mst"] for r in metrics["table"] if r["variant"] == "greedy-B" and r["budget"] == "B=0t"}
     assert zero == pytest.approx(simple)
-
-
-def test_unknown_noisy_instance_names_the_key() -> None:
-    """A noise override for an instance that does not exist is rejected with its params.yaml key."""
-    p = tiny_params("")
-    p["synthesize"]["instances"] = ["gaussian"]
-    points = mfc.synthesize(mfc.SynthesizeParams(**p["synthesize"], seed=1))["points"]
-    with pytest.raises(ValueError, match="mfc.train.noise_per_instance"):
-        mfc.train(mfc.TrainParams(**{**p["train"], "noise_per_instance": {"gausian": 0.1}}, seed=2), points=points)

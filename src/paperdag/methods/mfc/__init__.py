@@ -14,7 +14,12 @@ from paperdag.methods.mfc.completion import (
     complete_forest,
 )
 from paperdag.methods.mfc.forest import LearnedForest, k_center, learned_forest
-from paperdag.methods.mfc.instances import bit_strings, edited_strings, gaussian_mixture, item_sets, uniform_cube
+from paperdag.methods.mfc.instances import (
+    bit_strings,
+    edited_strings,
+    item_sets,
+    uniform_cube,
+)
 from paperdag.methods.mfc.metrics import (
     CallableSpace,
     CallCounter,
@@ -33,6 +38,7 @@ from paperdag.methods.mfc.quality import (
     mst_bound,
     tree_cost,
 )
+from paperdag.points import gaussian_mixture  # the shared mixture, re-exported
 
 __all__ = [
     "MFC_FACTOR",

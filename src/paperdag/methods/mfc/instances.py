@@ -10,14 +10,6 @@ import numpy as np
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 
 
-def gaussian_mixture(n: int, dim: int, components: int, separation: float, seed: int) -> np.ndarray:
-    """(n, dim) points: k = `components` centers ~ N(0, separation^2 I), each point its center + N(0, I)."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=separation, size=(components, dim))
-    which = rng.integers(components, size=n)
-    return centers[which] + rng.normal(size=(n, dim))
-
-
 def uniform_cube(n: int, dim: int, seed: int) -> np.ndarray:
     """(n, dim) points uniform in [0, 1]^dim."""
     return np.random.default_rng(seed).random((n, dim))

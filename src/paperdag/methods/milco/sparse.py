@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+K = 100  # the evaluation's rankings are cut at this depth (Recall@100)
+
 
 def prune_by_mass(matrix: sp.csr_matrix, rho: float) -> sp.csr_matrix:
     """Per row: sort weights in decreasing order and keep the shortest prefix whose sum reaches rho x the row's

@@ -12,8 +12,10 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import polars as pl
 import scipy.sparse as sp
 import torch
 from rich.progress import track
@@ -22,7 +24,12 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from paperdag.lm import TrainConfig, train_loop
 from paperdag.methods.milco.losses import alignment_loss, flops, kl_distillation, smse
-from paperdag.methods.milco.model import Milco, SparseRep, group_scores, to_sparse_matrix
+from paperdag.methods.milco.model import (
+    Milco,
+    SparseRep,
+    group_scores,
+    to_sparse_matrix,
+)
 
 
 def tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int) -> list[list[int]]:
@@ -59,6 +66,19 @@ class Groups:
     passage_ids: list[list[int]]  # token ids per document (indexed by doc id)
     groups: np.ndarray  # (n_queries, G) doc ids
     teacher_scores: np.ndarray  # (n_queries, G) teacher scores (already divided by the temperature)
+
+
+def groups_data(tokenizer: PreTrainedTokenizerBase, query_texts: Sequence[str], passage_texts: Sequence[str], groups: Sequence[Sequence[int]],
+                teacher_scores: Sequence[Sequence[float]], max_length: int) -> Groups:
+    """Groups from text: the train queries (in group order) and every document (by doc id), tokenized."""
+    return Groups(query_ids=tokenize(tokenizer, query_texts, max_length), passage_ids=tokenize(tokenizer, passage_texts, max_length),
+                  groups=np.array(groups), teacher_scores=np.array(teacher_scores))
+
+
+def loss_summary(history: list[float]) -> dict[str, float]:
+    """Steps, and the mean loss over the first and the last tenth of them."""
+    n = max(1, len(history) // 10)
+    return {"steps": len(history), "first": float(np.mean(history[:n])), "last": float(np.mean(history[-n:]))}
 
 
 def _distill_loss(encode, groups: Groups, batch: int, lambda_q: float, lambda_d: float, pad_id: int,
@@ -175,3 +195,38 @@ def encode_sparse(model: Milco, ids: list[list[int]], batch: int = 256, descript
     parts = [to_sparse_matrix(model(*collate(ids[i : i + batch], pad)), model.en_vocab_size, model.src_vocab_size)
              for i in track(range(0, len(ids), batch), description=description, disable=len(ids) < 2000)]
     return sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, model.en_vocab_size + model.src_vocab_size))
+
+
+def align_on_parallel(student: Milco, teacher: PreTrainedModel, teacher_tokenizer: PreTrainedTokenizerBase, parallel: pl.DataFrame,
+                      *, steps: int, lr: float, batch: int, max_length: int, seed: int) -> list[float]:
+    """Stage 1 on the parallel text (columns source, english): its loss per step."""
+    src_tok = student.tokenizer
+    return align(
+        student, teacher,
+        foreign=tokenize(src_tok, parallel["source"].to_list(), max_length),
+        english_student=tokenize(src_tok, parallel["english"].to_list(), max_length),
+        english_teacher=tokenize(teacher_tokenizer, parallel["english"].to_list(), max_length),
+        config=TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, seed=seed),
+        batch=batch, teacher_pad_id=teacher_tokenizer.pad_token_id,
+    )
+
+
+def distill_on_groups(student: Milco, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame, *, steps: int, lr: float,
+                      batch: int, lambda_q: float, lambda_d: float, max_length: int, seed: int) -> list[float]:
+    """Stage 2 on the train queries (source-language text) and the dense teacher's groups: its loss per step."""
+    train = queries.filter(pl.col("split") == "train").sort("query_id")
+    if train["query_id"].to_list() != groups["query_id"].to_list():
+        raise ValueError("groups.parquet does not match the train queries of queries.parquet: rerun milco train_teacher")
+    data = groups_data(student.tokenizer, train["text"].to_list(), corpus.sort("doc_id")["text"].to_list(), groups["doc_ids"].to_list(),
+                       groups["teacher_scores"].to_list(), max_length)
+    return distill(student, data, TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, seed=seed), batch, lambda_q, lambda_d)
+
+
+def aligned_student(path: Path, variant: str, *, connector: bool, echo: bool) -> Milco:
+    """The student stage 1 aligned, with LexEcho switched to `echo` (stage 1 never trains it); its connector must be
+    the variant's."""
+    student = Milco.from_pretrained(path)
+    if isinstance(student.connector, torch.nn.Identity) == connector:
+        raise ValueError(f"milco variant {variant}: connector={connector} but its `aligned` dep was aligned with the other "
+                         "setting; point the stage's aligned dep at the matching align stage in pipelines/milco.yaml")
+    return student.with_echo(echo)

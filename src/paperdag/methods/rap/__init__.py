@@ -13,9 +13,12 @@ from paperdag._lazy import attach
 # each submodule is imported on first use of one of its names (model and train need torch; augment and metrics do
 # not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "augment": ["Perturbation", "cross_agent_candidates", "future_in_frame", "perturb", "recovery_sample"],
-    "metrics": ["ego_progress", "l2_at", "pdm_score"],
+    "augment": ["Augmentation", "Perturbation", "augment_frames", "cross_agent_candidates", "future_in_frame", "perturb",
+                "recovery_sample"],
+    "metrics": ["ego_progress", "episode_rows", "l2_at", "pdm_score"],
     "model": ["DomainClassifier", "Planner", "dann_lambda", "grad_reverse", "images_to_tensor", "load_planner",
               "planner_state"],
-    "train": ["SOURCES", "Samples", "TrainConfig", "predict", "train_planner"],
+    "train": ["Samples", "history_summary", "samples_of", "TrainConfig", "predict", "train_planner"],
 })
+SOURCES = ("real_log", "raster_log", "recovery", "cross_agent")  # the training sample kinds augment writes, arms choose from
+__all__ = sorted([*__all__, "SOURCES"])

@@ -1,12 +1,16 @@
-"""RAP's data: expert futures in a vehicle's frame, recovery perturbations of the ego pose, cross-agent viewpoints."""
+"""RAP's data: expert futures in a vehicle's frame, recovery perturbations of the ego pose, cross-agent viewpoints,
+and the augmentation of the logged training frames with both."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
+from rich.progress import track
 
-from paperdag.sim.driving import A, V, YAW, to_frame
+from paperdag.sim.driving import YAW, A, Camera, Road, V, raster_view, to_frame
 
 
 @dataclass(frozen=True)
@@ -53,3 +57,52 @@ def cross_agent_candidates(ego: np.ndarray, agents: np.ndarray, radius: float, r
     the viewpoints for cross-agent synthesis."""
     near = np.linalg.norm(agents[:, :2] - ego[:2], axis=1) <= radius
     return np.flatnonzero(near & (agent_s < road_end_s))
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """How many augmented views each logged training frame gets, and how they are drawn."""
+
+    perturbation: Perturbation
+    recovery_per_frame: int
+    cross_agents_per_frame: int
+    cross_agent_radius: float  # metres from the ego
+    every: int  # simulation steps between waypoints
+    waypoints: int
+
+
+def augment_frames(train: pl.DataFrame, roads: dict[int, Road], ego_log: np.ndarray, agent_log: np.ndarray, cam: Camera,
+                   aug: Augmentation, rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray, dict]:
+    """The training table of every sample kind for the logged frames `train` (columns frame, scenario, step, speed,
+    accel, target): each frame as real_log and raster_log, then per frame `recovery_per_frame` recovery rasters from
+    perturbed ego poses (target: the logged expert future seen from the perturbed pose) and up to
+    `cross_agents_per_frame` cross-agent rasters from nearby agents' poses (target: their logged futures), the ego a
+    car in their view. Returns (the table, the augmented rasters (N, H, W, 3), stats: counts per kind, render time);
+    rows of kind recovery and cross_agent index the rasters ("aug"), the others the logged images."""
+    rows: list[dict] = []
+    for f in train.iter_rows(named=True):
+        for source, image in (("real_log", "real"), ("raster_log", "raster")):
+            rows.append({"source": source, "image": image, "index": f["frame"], "speed": f["speed"], "accel": f["accel"], "target": f["target"]})
+    images, render_s = [], 0.0
+    for f in track(train.iter_rows(named=True), total=len(train), description="rap augment"):
+        i, t = f["scenario"], f["step"]
+        road, ego, agents = roads[i], ego_log[i], agent_log[i]
+        views = []
+        for _ in range(aug.recovery_per_frame):
+            pose, target = recovery_sample(ego, t, rng, aug.perturbation, aug.every, aug.waypoints)
+            views.append(("recovery", road, agents[t], pose, target))
+        s_agents = road.frenet(agents[t, :, :2])[0]
+        candidates = cross_agent_candidates(ego[t], agents[t], aug.cross_agent_radius, road.length - 80.0, s_agents)
+        for k in rng.permutation(candidates)[: aug.cross_agents_per_frame]:
+            others = np.concatenate([np.delete(agents[t], k, axis=0), ego[t][None]])  # the ego is a car in their view
+            views.append(("cross_agent", road, others, agents[t, k], future_in_frame(agents[:, k], t, agents[t, k], aug.every, aug.waypoints)))
+        for source, road_, others, pose, target in views:
+            t0 = time.perf_counter()
+            images.append(raster_view(road_, others, pose, cam))
+            render_s += time.perf_counter() - t0
+            rows.append({"source": source, "image": "aug", "index": len(images) - 1, "speed": float(pose[V]), "accel": float(pose[A]),
+                         "target": target.ravel().tolist()})
+    table = pl.DataFrame(rows)
+    stats = {"counts": dict(table.group_by("source").len().iter_rows()), "augmented_frames": len(images), "render_seconds": render_s,
+             "raster_frames_per_s": len(images) / max(render_s, 1e-9)}
+    return table, np.stack(images) if images else np.zeros((0, cam.height, cam.width, 3), np.uint8), stats

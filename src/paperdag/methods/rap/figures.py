@@ -1,11 +1,9 @@
-"""RAP's result figures: one held-out roll-out as an image strip with the arms' paths, and closed-loop PDMS per arm
-(matplotlib's object API, no pyplot). Only the stages drawing them import this module, so recolouring a figure reruns
-those stages and no training."""
+"""RAP's roll-out figure: one held-out roll-out as an image strip with the arms' paths (matplotlib's object API, no
+pyplot); PDMS per arm is paperdag.figures.per_arm_bars. Only the simulate stage imports this module, so recolouring
+the figure reruns that stage and no training."""
 
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
 from matplotlib.figure import Figure
 
 
@@ -34,22 +32,4 @@ def rollout_strip(road, expert, episodes: dict, strip_arm: str, dt: float, repla
     ax.set_aspect("equal")
     ax.legend(fontsize=6)
     ax.set_title("paths (m)", fontsize=8)
-    return fig
-
-
-def pdms_per_arm(table: list[dict], per_rep: pl.DataFrame) -> Figure:
-    """Closed-loop PDMS per arm: bars of the mean over replicates with their std, a dot per replicate."""
-    fig = Figure(figsize=(7, 3.4), layout="constrained")
-    ax = fig.subplots()
-    arms = [r["arm"] for r in table]
-    ax.bar(range(len(arms)), [r["PDMS"] for r in table], yerr=[r.get("PDMS_std", 0.0) for r in table], capsize=4,
-           color=["0.6"] + ["tab:blue"] * (len(arms) - 1), alpha=0.8)
-    for i, arm in enumerate(arms):
-        vals = per_rep.filter(pl.col("arm") == arm)["PDMS"].to_numpy()
-        ax.scatter(np.full(len(vals), i), vals, color="black", s=10, zorder=3)
-    ax.set_xticks(range(len(arms)), arms, fontsize=8)
-    ax.set_ylabel("closed-loop PDMS (0-100)")
-    ax.set_ylim(0, 105)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_title("PDMS per arm on held-out scenarios (bar: mean over replicates, dots: replicates)", fontsize=9, loc="left")
     return fig

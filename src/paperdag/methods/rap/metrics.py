@@ -28,3 +28,16 @@ def l2_at(pred: np.ndarray, target: np.ndarray, interval: float, seconds: tuple[
             raise ValueError(f"l2_at: horizon {s} s is outside the {err.shape[1]} waypoints at {interval} s")
         out[f"{s:g}s"] = float(err[:, k].mean())
     return out
+
+
+def episode_rows(arm: str, replicate: int, ids: list[int], episodes: list, reference: list[float]) -> list[dict]:
+    """A row per closed-loop episode (one per held-out scenario): its PDMS and parts, infractions and progress;
+    `reference` is the expert's progress per scenario (EP's denominator)."""
+    rows = []
+    for sid, e, ref in zip(ids, episodes, reference, strict=True):
+        nc, dac, ttc, c = float(not e.collision), float(not e.off_road), float(not e.ttc), float(e.comfortable)
+        ep = ego_progress(e.progress, ref)
+        rows.append({"arm": arm, "replicate": replicate, "scenario": sid, "NC": nc, "DAC": dac, "TTC": ttc, "EP": ep, "C": c,
+                     "PDMS": 100 * pdm_score(nc, dac, ttc, ep, c), "collision": e.collision, "off_road": e.off_road,
+                     "route_completion": e.route_completion, "progress": e.progress})
+    return rows

@@ -6,13 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 import torch
 import torch.nn.functional as F
 from rich.progress import track
 
-from paperdag.methods.rap.model import DomainClassifier, Planner, dann_lambda, grad_reverse, images_to_tensor
-
-SOURCES = ("real_log", "raster_log", "recovery", "cross_agent")  # training sample kinds
+from paperdag.methods.rap.model import (
+    DomainClassifier,
+    Planner,
+    dann_lambda,
+    grad_reverse,
+    images_to_tensor,
+)
 
 
 @dataclass(frozen=True)
@@ -93,3 +98,22 @@ def predict(model: Planner, images: np.ndarray, status: np.ndarray, batch: int =
     out = [model(images_to_tensor(images[i : i + batch]), torch.from_numpy(status[i : i + batch]).float()).numpy()
            for i in range(0, len(images), batch)]
     return np.concatenate(out) if out else np.zeros((0, model.waypoints, 2))
+
+
+def samples_of(train_set: pl.DataFrame, sources: list[str], images: dict[str, np.ndarray]) -> Samples:
+    """The rows of the training table of the given sample kinds, with their images picked from `images` (name ->
+    (N, H, W, 3) array, as the table's `image` column names them)."""
+    rows = train_set.filter(pl.col("source").is_in(sources))
+    picked = np.zeros((len(rows), *images["real"].shape[1:]), np.uint8)
+    kind, index = rows["image"].to_numpy(), rows["index"].to_numpy()
+    for name, array in images.items():
+        sel = kind == name
+        picked[sel] = array[index[sel]]
+    target = np.array(rows["target"].to_list(), np.float32)
+    return Samples(picked, rows.select("speed", "accel").to_numpy().astype(np.float32), target.reshape(len(rows), -1, 2))
+
+
+def history_summary(history: list[dict[str, float]]) -> dict[str, object]:
+    """Each logged value's mean over the last tenth of the steps, and the L1 per step."""
+    tail = history[-max(1, len(history) // 10):]
+    return {"final": {k: float(np.mean([h[k] for h in tail])) for k in tail[0]} if tail else {}, "l1": [h["l1"] for h in history]}

@@ -15,7 +15,6 @@ from paperdag.methods.welfare_nns.instances import (
     CATEGORIES,
     COLOURS,
     clus_attributes,
-    gaussian_mixture,
     multi_label_membership,
     perturbed_queries,
     prob_attributes,
@@ -24,7 +23,12 @@ from paperdag.methods.welfare_nns.instances import (
     skewed_probabilities,
     unit_rows,
 )
-from paperdag.methods.welfare_nns.nash import RankedList, Selection, nash_ann, nash_select
+from paperdag.methods.welfare_nns.nash import (
+    RankedList,
+    Selection,
+    nash_ann,
+    nash_select,
+)
 from paperdag.methods.welfare_nns.welfare import (
     log_nsw,
     nsw,
@@ -37,6 +41,7 @@ from paperdag.methods.welfare_nns.welfare import (
     welfare_gain,
     welfare_phi,
 )
+from paperdag.points import gaussian_mixture  # the shared mixture, re-exported
 
 __all__ = [
     "CATEGORIES",

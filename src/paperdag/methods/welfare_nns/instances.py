@@ -10,14 +10,6 @@ import itertools
 import numpy as np
 
 
-def gaussian_mixture(n: int, dim: int, components: int, separation: float, seed: int) -> np.ndarray:
-    """(n, dim) float32: centres ~ N(0, separation^2 I), each point its centre + N(0, I)."""
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=separation, size=(components, dim))
-    which = rng.integers(components, size=n)
-    return (centres[which] + rng.normal(size=(n, dim))).astype(np.float32)
-
-
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (float32), so inner product = cosine."""
     v = np.asarray(vectors, dtype=np.float32)
