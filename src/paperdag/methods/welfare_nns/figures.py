@@ -16,6 +16,6 @@ STYLE = {  # method -> (colour, marker), in legend order
 
 def pareto(table: list[dict]) -> Figure:
     """One point per parameter value, a line per method, a panel per dataset/scheme (the exact oracle's Nash dashed)."""
-    return pareto_panels(table, ("dataset", "scheme"), "ratio", "entropy", STYLE, dashed=("nash-ann-exact",),
+    return pareto_panels(table, ("dataset", "scheme"), "ratio_cos", "entropy", STYLE, dashed=("nash-ann-exact",),
                          title=lambda r: f"{r['dataset']} / {r['scheme']} ({r['kind']}, c={r['c']})",
-                         xlabel="approximation ratio (sum sigma / exact top-k)", ylabel="attribute entropy (nats)")
+                         xlabel="relevance ratio (sum cos / exact top-k)", ylabel="attribute entropy (nats)")
