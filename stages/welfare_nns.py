@@ -139,6 +139,7 @@ class InferParams:
     p_sweep: list[float]
     p_eta: PositiveFloat
     fetch_candidates: PositiveInt
+    topk_ef_sweep: list[PositiveInt]
     similarity: Literal["exp_cos", "one_plus_cos", "inverse_l2"]  # welfare.SIMILARITIES (not imported: every stage would depend on methods/)
     tau: PositiveFloat
     delta: PositiveFloat

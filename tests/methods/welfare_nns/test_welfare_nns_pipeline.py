@@ -70,9 +70,9 @@ def test_table_has_every_method_and_sweep_per_scheme(repo: Path) -> None:
     infer = yaml.safe_load((repo / "params.yaml").read_text())["welfare_nns"]["infer"]
     table = pl.DataFrame(metrics(repo)["table"])
     sweeps = {"div-ann": infer["caps"], "mmr": infer["mmr_lambdas"], "nash-ann": infer["eta_sweep"], "nash-ann-exact": infer["eta_sweep"],
-              "p-mean": infer["p_sweep"], "p-fetch-union": infer["p_sweep"], "greedy-nsw": infer["eta_sweep"]}
+              "p-mean": infer["p_sweep"], "p-fetch-union": infer["p_sweep"], "greedy-nsw": infer["eta_sweep"], "top-k-ef": infer["topk_ef_sweep"]}
     for (dataset, scheme, kind), rows in table.group_by("dataset", "scheme", "kind"):
-        methods = {"exact-top-k", "top-k", "mmr", "p-fetch-union"} | (
+        methods = {"exact-top-k", "top-k", "top-k-ef", "mmr", "p-fetch-union"} | (
             {"div-ann", "nash-ann", "nash-ann-exact", "p-mean"} if kind == "single" else {"greedy-nsw"})
         assert set(rows["method"]) == methods, (dataset, scheme)
         for method, values in sweeps.items():

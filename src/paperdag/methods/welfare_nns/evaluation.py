@@ -173,6 +173,11 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
         differ = np.array([all(s != div_q[i] for div_q in (v["ids"] for v in div.values())) for i, s in enumerate(nash[eta]["ids"])])
         topk, at_eta = _one(table, d, scheme, "top-k"), _one(table, d, scheme, "nash-ann", eta)
         pairs = dominance_over_caps(nash, div, params.k, reps)
+        # indexes compared at equal recall of the exact top-k: the per-attribute indexes' (top-k over their lists,
+        # Div-ANN with k' = k) against the global index's at the narrowest beam width that reaches it
+        attribute_recall = _one(table, d, scheme, "div-ann", float(params.k))["recall"]
+        widths = sorted(_rows(table, d, scheme, "top-k-ef"), key=lambda r: r["param"])
+        equal = next((r for r in widths if r["recall"] >= attribute_recall - 1e-12), widths[-1] if widths else topk)
         detail[scheme] = {
             "c": catalogue[d]["schemes"][scheme]["c"],
             "nash_div_differ_fraction": float(differ.mean()),
@@ -185,6 +190,10 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
             "ratio_raw_cosine": _interval(nash[eta]["ratio_cos"], reps),
             "ratio_sigma": at_eta["ratio"],
             "topk_recall_vs_exact": topk["recall"],  # the global top-k index's recall of the exact top-k
+            "attribute_index_recall_vs_exact": attribute_recall,
+            "topk_ef_at_equal_recall": equal["param"],
+            "topk_recall_at_equal_recall": equal["recall"],
+            "latency_ratio_at_equal_recall": at_eta["latency_ms"] / equal["latency_ms"],
             "latency_ratio": at_eta["latency_ms"] / topk["latency_ms"],
             "nash_latency_ms": at_eta["latency_ms"],
             "topk_latency_ms": topk["latency_ms"],
@@ -232,6 +241,9 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
         "nash_distinct": nash["distinct"],
         "topk_distinct": topk["distinct"],
         "topk_recall_vs_exact": topk["recall"],
+        "attribute_index_recall_vs_exact": detail[first]["attribute_index_recall_vs_exact"],
+        "topk_ef_at_equal_recall": detail[first]["topk_ef_at_equal_recall"],
+        "nash_latency_ratio_at_equal_recall": detail[worst_latency]["latency_ratio_at_equal_recall"],
         "headline_scheme": first,
     }
     return headline, detail

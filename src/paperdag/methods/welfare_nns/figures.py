@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from paperdag.figures import pareto_panels
 
 STYLE = {  # method -> (colour, marker), in legend order
-    "exact-top-k": ("black", "*"), "top-k": ("gray", "o"), "div-ann": ("tab:orange", "s"), "mmr": ("tab:green", "^"),
+    "exact-top-k": ("black", "*"), "top-k": ("gray", "o"), "top-k-ef": ("lightgray", "."), "div-ann": ("tab:orange", "s"), "mmr": ("tab:green", "^"),
     "nash-ann": ("tab:blue", "D"), "nash-ann-exact": ("tab:cyan", "d"), "p-mean": ("tab:purple", "v"),
     "p-fetch-union": ("tab:pink", "P"), "greedy-nsw": ("tab:red", "X"),
 }

@@ -3,7 +3,7 @@ answers them, each search and each selection timed best of N (paperdag.timing). 
 the selections (Nash-ANN, greedy, baselines) are this package's.
 
 `p` below is the infer params: k, eta_sweep, caps, mmr_lambdas, mmr_candidates, p_sweep, p_eta, fetch_candidates,
-similarity, tau, delta, timing_repeats.
+topk_ef_sweep, similarity, tau, delta, timing_repeats.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ RESULT_SCHEMA = {
     "dataset": pl.String,
     "scheme": pl.String,
     "method": pl.String,
-    "param": pl.Float64,  # eta, k', lambda or p; null for plain top-k
+    "param": pl.Float64,  # eta, k', lambda, p or the beam width ef (top-k-ef); null for plain top-k
     "query": pl.Int64,
     "ids": pl.List(pl.Int64),
     "sims": pl.List(pl.Float64),  # sigma(q, v) of the chosen items
@@ -108,9 +108,14 @@ def run_dataset(p: Any, rows: list[dict[str, Any]], dataset: str, info: dict[str
     plain = search_each_query(top_k_search, queries, cosine, sigma, reps)
     pool = search_each_query(lambda q, ix=ann: ix.search(q, min(p.mmr_candidates, len(items))), queries, cosine, sigma, reps)
     fetch = search_each_query(lambda q, ix=ann: ix.search(q, min(p.fetch_candidates, len(items))), queries, cosine, sigma, reps)
+    # the global index at several beam widths: the latency of plain top-k at the recall the per-attribute indexes reach
+    widths = {ef: search_each_query(lambda q, ix=ann, ef=ef: ix.search(q, p.k, ef_search=ef), queries, cosine, sigma, reps)
+              for ef in p.topk_ef_sweep}
     for scheme, spec in track(info["schemes"].items(), description=f"welfare_nns infer: {dataset}"):
         emit = emitter(rows, dataset, scheme, reps)
         emit("exact-top-k", None, exact_top_k)
+        for ef, searched in widths.items():
+            emit("top-k-ef", ef, searched)
         for lam in p.mmr_lambdas:
             emit("mmr", lam, pool, lambda i, s, lam=lam: mmr(s, items[i], p.k, lam))
         if spec["kind"] == "single":
