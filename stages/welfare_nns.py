@@ -140,7 +140,8 @@ class InferParams:
     p_eta: PositiveFloat
     fetch_candidates: PositiveInt
     topk_ef_sweep: list[PositiveInt]
-    similarity: Literal["exp_cos", "one_plus_cos", "inverse_l2"]  # welfare.SIMILARITIES (not imported: every stage would depend on methods/)
+    # welfare.SIMILARITIES, written out: importing it would make every stage depend on methods/
+    similarity: Literal["exp_cos", "one_plus_cos", "inverse_l2"]
     tau: PositiveFloat
     delta: PositiveFloat
     timing_repeats: PositiveInt

@@ -70,7 +70,8 @@ def test_table_has_every_method_and_sweep_per_scheme(repo: Path) -> None:
     infer = yaml.safe_load((repo / "params.yaml").read_text())["welfare_nns"]["infer"]
     table = pl.DataFrame(metrics(repo)["table"])
     sweeps = {"div-ann": infer["caps"], "mmr": infer["mmr_lambdas"], "nash-ann": infer["eta_sweep"], "nash-ann-exact": infer["eta_sweep"],
-              "p-mean": infer["p_sweep"], "p-fetch-union": infer["p_sweep"], "greedy-nsw": infer["eta_sweep"], "top-k-ef": infer["topk_ef_sweep"]}
+              "p-mean": infer["p_sweep"], "p-fetch-union": infer["p_sweep"], "greedy-nsw": infer["eta_sweep"],
+              "top-k-ef": infer["topk_ef_sweep"]}
     for (dataset, scheme, kind), rows in table.group_by("dataset", "scheme", "kind"):
         methods = {"exact-top-k", "top-k", "top-k-ef", "mmr", "p-fetch-union"} | (
             {"div-ann", "nash-ann", "nash-ann-exact", "p-mean"} if kind == "single" else {"greedy-nsw"})
@@ -150,7 +151,8 @@ def test_recall_and_oracle_claims_fail_over_a_bad_index(repo: Path, tmp_path: Pa
     def ranks_51_60(scheme: str, eta: float) -> pl.DataFrame:
         labels, rows = attributes[f"gauss.{scheme}"], []
         for query, c in enumerate(cos):
-            ids = np.concatenate([m[np.argsort(-c[m], kind="stable")[50:60]] for m in (np.flatnonzero(labels == a) for a in np.unique(labels))])
+            members = (np.flatnonzero(labels == a) for a in np.unique(labels))
+            ids = np.concatenate([m[np.argsort(-c[m], kind="stable")[50:60]] for m in members])
             sims = sigma_of_cosine(c[ids], infer["similarity"], infer["tau"], infer["delta"])
             chosen = nash_select(sims, labels[ids], infer["k"], eta)
             rows.append({"dataset": "gauss", "scheme": scheme, "query": query, "ids": ids[chosen].tolist(), "sims": sims[chosen].tolist(),

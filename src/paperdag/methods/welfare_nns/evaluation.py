@@ -151,6 +151,11 @@ def dominance_over_caps(nash: dict[float, dict[str, Any]], div: dict[float, dict
     return out
 
 
+def _lower_end(iv: dict[str, Any]) -> tuple[float, float]:
+    """An interval's order for "best" and "worse": its lower end (-inf without one), then its mean."""
+    return (-np.inf if iv["ci95_low"] is None else iv["ci95_low"], iv["mean"])
+
+
 def _interval(values: np.ndarray, replicates: int) -> dict[str, Any]:
     return interval(replicate_means(values, replicates))
 
@@ -208,10 +213,10 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
     best_caps = {}
     for s in params.headline_schemes:
         if detail[s]["dominance_per_cap"]:
-            best = max(detail[s]["dominance_per_cap"], key=lambda r: (r["ratio_cos_gain"]["ci95_low"] or -np.inf, r["ratio_cos_gain"]["mean"]))
+            best = max(detail[s]["dominance_per_cap"], key=lambda r: _lower_end(r["ratio_cos_gain"]))
             best_caps[s] = {**best["ratio_cos_gain"], "cap": best["cap"], "eta": best["eta"], "scheme": s}
     none_matched = {"mean": 0.0, "ci95_low": None, "ci95_high": None, "n": reps, "cap": None, "eta": None, "scheme": None}
-    dominance = (min(best_caps.values(), key=lambda iv: (iv["ci95_low"] or -np.inf, iv["mean"]))
+    dominance = (min(best_caps.values(), key=_lower_end)
                  if len(best_caps) == len(params.headline_schemes) else none_matched)
     headline = {
         "dataset": d,
