@@ -208,12 +208,15 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
     nash, topk = _one(table, d, first, "nash-ann", eta), _one(table, d, first, "top-k")
     greedy = _one(table, d, params.multi_scheme, "greedy-nsw", eta)
     worst_latency = max(params.headline_schemes, key=lambda s: detail[s]["latency_ratio"] / (detail[s]["c"] + 1))
+    worst_equal = max(params.headline_schemes, key=lambda s: detail[s]["latency_ratio_at_equal_recall"] / (detail[s]["c"] + 1))
     worst = lambda key: min((detail[s][key] for s in params.headline_schemes), key=lambda iv: iv["mean"])  # noqa: E731
-    # "for at least one cap on both schemes": per scheme its best cap (highest lower end), then the worse scheme
+    # "for at least one cap on both schemes": per scheme its best cap, then the worse scheme (lower end first)
     best_caps = {}
     for s in params.headline_schemes:
         if detail[s]["dominance_per_cap"]:
-            best = max(detail[s]["dominance_per_cap"], key=lambda r: _lower_end(r["ratio_cos_gain"]))
+            # the cap with the largest mean gain (a cap where Nash-ANN's sets are Div-ANN's gains exactly 0, a
+            # zero-width interval: it must not win on its lower end)
+            best = max(detail[s]["dominance_per_cap"], key=lambda r: (r["ratio_cos_gain"]["mean"], _lower_end(r["ratio_cos_gain"])))
             best_caps[s] = {**best["ratio_cos_gain"], "cap": best["cap"], "eta": best["eta"], "scheme": s}
     none_matched = {"mean": 0.0, "ci95_low": None, "ci95_high": None, "n": reps, "cap": None, "eta": None, "scheme": None}
     dominance = (min(best_caps.values(), key=_lower_end)
@@ -235,7 +238,7 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
         "ratio_raw_cosine": detail[first]["ratio_raw_cosine"]["mean"],
         "nash_latency_ratio": detail[worst_latency]["latency_ratio"],
         "attributes_searched": detail[worst_latency]["c"],
-        # the latency claim as one number: Nash-ANN / top-k latency minus its bound (attributes searched + 1), <= 0 holds
+        # Nash-ANN / top-k latency at the global index's default beam width (timed interleaved), minus the bound
         "nash_latency_ratio_minus_bound": detail[worst_latency]["latency_ratio"] - (detail[worst_latency]["c"] + 1),
         "latency_scheme": worst_latency,
         "greedy_ms_per_query": greedy["select_ms"],
@@ -248,7 +251,11 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
         "topk_recall_vs_exact": topk["recall"],
         "attribute_index_recall_vs_exact": detail[first]["attribute_index_recall_vs_exact"],
         "topk_ef_at_equal_recall": detail[first]["topk_ef_at_equal_recall"],
-        "nash_latency_ratio_at_equal_recall": detail[worst_latency]["latency_ratio_at_equal_recall"],
+        "nash_latency_ratio_at_equal_recall": detail[worst_equal]["latency_ratio_at_equal_recall"],
+        # the latency claim: Nash-ANN / top-k at equal recall of the exact top-k, minus (attributes searched + 1)
+        "nash_latency_ratio_at_equal_recall_minus_bound":
+            detail[worst_equal]["latency_ratio_at_equal_recall"] - (detail[worst_equal]["c"] + 1),
+        "latency_scheme_at_equal_recall": worst_equal,
         "headline_scheme": first,
     }
     return headline, detail
