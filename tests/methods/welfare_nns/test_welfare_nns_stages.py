@@ -70,5 +70,4 @@ def test_stages_chain_and_produce_declared_outputs(tmp_path: Path) -> None:
                                         "attributes_searched", "greedy_ms_per_query", "nash_approx_ratio", "nash_entropy", "topk_entropy",
                                         "nash_div_differ_fraction", "headline_eta", "ratio_raw_cosine", "replicates"}
     assert metrics["headline"]["replicates"] == 5 and metrics["headline"]["set_recall_vs_exact"]["n"] == 5
-    print(json.dumps(metrics["headline"], indent=1))
     assert metrics["demo"]["query"] == "shirt" and len(metrics["demo"]["top-k"]) == p["infer"]["k"]
