@@ -251,6 +251,8 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
         "topk_recall_vs_exact": topk["recall"],
         "attribute_index_recall_vs_exact": detail[first]["attribute_index_recall_vs_exact"],
         "topk_ef_at_equal_recall": detail[first]["topk_ef_at_equal_recall"],
+        # below attribute_index_recall_vs_exact when no width of the sweep reaches it (then the widest is used)
+        "topk_recall_at_equal_recall": detail[first]["topk_recall_at_equal_recall"],
         "nash_latency_ratio_at_equal_recall": detail[worst_equal]["latency_ratio_at_equal_recall"],
         # the latency claim: Nash-ANN / top-k at equal recall of the exact top-k, minus (attributes searched + 1)
         "nash_latency_ratio_at_equal_recall_minus_bound":
