@@ -188,7 +188,7 @@ def _headline(params: Any, table: list[dict[str, Any]], per_query: dict[tuple, d
             "nash_div_differ_fraction": float(differ.mean()),
             "dominance_per_cap": pairs,
             # NSW(S) / NSW(S*) stays within a few per cent of 1 whatever S once eta >> sigma (u_l + eta ~ eta); the
-            # welfare above the empty set's does not (ranks 51-60 of each attribute: below 0.95 here, 0.98 in NSW)
+            # welfare above the empty set's does not (ranks 51-60 of each attribute: 0.35 here, 0.98 in NSW)
             "welfare_vs_exact": _interval(nash[eta]["welfare"] / oracle[eta]["welfare"], reps),
             "nsw_vs_exact": _interval(nash[eta]["nsw"] / oracle[eta]["nsw"], reps),
             "set_recall_vs_exact": _interval(set_recall(nash[eta]["ids"], oracle[eta]["ids"]), reps),
