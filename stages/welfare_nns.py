@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 import polars as pl
-from pydantic import AfterValidator, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import AfterValidator, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
@@ -139,6 +139,10 @@ class InferParams:
     p_sweep: list[float]
     p_eta: PositiveFloat
     fetch_candidates: PositiveInt
+    topk_ef_sweep: list[PositiveInt]
+    # welfare.SIMILARITIES, written out: importing it would make every stage depend on methods/
+    similarity: Literal["exp_cos", "one_plus_cos", "inverse_l2"]
+    tau: PositiveFloat
     delta: PositiveFloat
     timing_repeats: PositiveInt
     seed: int
@@ -181,6 +185,7 @@ class EvaluateParams:
     headline_schemes: list[str]
     multi_scheme: str
     demo_query: str
+    replicates: Annotated[int, Field(ge=5)]  # disjoint query sets the claims' intervals are over
     eta: PositiveFloat  # welfare_nns.infer.eta: the NSW every row is scored at
     k: PositiveInt  # welfare_nns.infer.k
     fetch_candidates: PositiveInt  # welfare_nns.infer.fetch_candidates: L of the multi-attribute greedy

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from paperdag.methods.welfare_nns import (
+    SIMILARITIES,
+    cosine_from_scores,
     log_nsw,
     nsw,
     one_hot,
@@ -15,6 +17,7 @@ from paperdag.methods.welfare_nns import (
     sigma_cosine,
     sigma_from_scores,
     sigma_l2,
+    sigma_of_cosine,
     utilities,
     welfare_gain,
     welfare_phi,
@@ -77,3 +80,28 @@ def test_sigma_is_positive_and_ordered_like_distance() -> None:
     np.testing.assert_allclose(sigma_from_scores(np.sum((v - q) ** 2, axis=1), "l2", 0.5), l2)
     unit = v / np.linalg.norm(v, axis=1, keepdims=True)
     np.testing.assert_allclose(sigma_from_scores(unit @ q, "ip"), cos)
+
+
+def test_exp_cos_spreads_near_neighbours_and_every_similarity_reads_either_metric() -> None:
+    """exp((cos - 1) / tau) lies in (0, 1] (1 at the query itself) and turns a cosine gap g into a factor exp(g / tau);
+    the cosine, hence sigma, is the same whether the index scores inner products or squared L2 distances."""
+    unit = np.array([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [-1.0, 0.0]])
+    q = np.array([1.0, 0.0])
+    via_ip, via_l2 = cosine_from_scores(unit @ q, "ip"), cosine_from_scores(np.sum((unit - q) ** 2, axis=1), "l2")
+    np.testing.assert_allclose(via_ip, via_l2, atol=1e-12)
+    sigma = sigma_of_cosine(via_ip, "exp_cos", tau=0.1)
+    assert sigma[0] == pytest.approx(1.0) and (sigma > 0).all()
+    assert sigma[1] / sigma[2] == pytest.approx(math.exp(0.2 / 0.1))
+    np.testing.assert_allclose(sigma_of_cosine(via_ip, "one_plus_cos"), sigma_cosine(q, unit), atol=1e-11)  # the antipode: 1e-12, not 0
+    np.testing.assert_allclose(sigma_of_cosine(via_l2, "inverse_l2", delta=0.5), sigma_l2(q, unit, delta=0.5))
+    with pytest.raises(ValueError, match="similarity"):
+        sigma_of_cosine(via_ip, "cos")
+
+
+def test_the_stage_offers_every_similarity() -> None:
+    """stages/welfare_nns.py's similarity choices are welfare.SIMILARITIES (written out there, not imported)."""
+    import typing
+
+    from stages.welfare_nns import InferParams
+
+    assert typing.get_args(typing.get_type_hints(InferParams)["similarity"]) == SIMILARITIES

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from paperdag.figures import pareto_panels
 
 STYLE = {  # method -> (colour, marker), in legend order
-    "exact-top-k": ("black", "*"), "top-k": ("gray", "o"), "div-ann": ("tab:orange", "s"), "mmr": ("tab:green", "^"),
+    "exact-top-k": ("black", "*"), "top-k": ("gray", "o"), "top-k-ef": ("lightgray", "."), "div-ann": ("tab:orange", "s"), "mmr": ("tab:green", "^"),
     "nash-ann": ("tab:blue", "D"), "nash-ann-exact": ("tab:cyan", "d"), "p-mean": ("tab:purple", "v"),
     "p-fetch-union": ("tab:pink", "P"), "greedy-nsw": ("tab:red", "X"),
 }
@@ -16,6 +16,6 @@ STYLE = {  # method -> (colour, marker), in legend order
 
 def pareto(table: list[dict]) -> Figure:
     """One point per parameter value, a line per method, a panel per dataset/scheme (the exact oracle's Nash dashed)."""
-    return pareto_panels(table, ("dataset", "scheme"), "ratio", "entropy", STYLE, dashed=("nash-ann-exact",),
+    return pareto_panels(table, ("dataset", "scheme"), "ratio_cos", "entropy", STYLE, dashed=("nash-ann-exact",),
                          title=lambda r: f"{r['dataset']} / {r['scheme']} ({r['kind']}, c={r['c']})",
-                         xlabel="approximation ratio (sum sigma / exact top-k)", ylabel="attribute entropy (nats)")
+                         xlabel="relevance ratio (sum cos / exact top-k)", ylabel="attribute entropy (nats)")

@@ -27,6 +27,43 @@ def sigma_l2(q: np.ndarray, vectors: np.ndarray, delta: float = 1.0) -> np.ndarr
     return 1.0 / (np.linalg.norm(vectors - q, axis=1) + delta)
 
 
+# The evaluation's sigma is a function of the raw cosine of unit vectors, whatever the index's metric (an "l2" index
+# scores ||q - v||^2 = 2 - 2 cos). exp_cos is the default: near neighbours' cosines differ by a few hundredths, so
+# 1 + cos puts every candidate within a few per cent of the others and every eta of the paper's range (1e-4 .. 50)
+# then fills one item per attribute (Div-ANN with cap 1). exp((cos - 1) / tau) lies in (0, 1] (1 = the query itself)
+# and turns a cosine gap g into a factor exp(g / tau) between similarities, so eta ~ sigma lies inside 1e-4 .. 50
+# and eta traces the trade-off from one item per attribute (small eta) to plain top-k (large eta).
+SIMILARITIES = ("exp_cos", "one_plus_cos", "inverse_l2")
+
+
+def cosine_from_scores(scores: np.ndarray, metric: str) -> np.ndarray:
+    """The raw cosine of unit vectors from an ANN index's scores: inner products ("ip") or squared L2 distances
+    ("l2": cos = 1 - ||q - v||^2 / 2)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if metric == "ip":
+        return scores
+    if metric == "l2":
+        return 1.0 - scores / 2.0
+    raise ValueError(f"metric must be 'ip' or 'l2', got {metric!r}")
+
+
+def sigma_of_cosine(cos: np.ndarray, similarity: str, tau: float = 0.2, delta: float = 1.0) -> np.ndarray:
+    """sigma(q, v) > 0 from cos(q, v) of unit vectors: "exp_cos" exp((cos - 1) / tau) in (0, 1]; "one_plus_cos"
+    1 + cos in (0, 2]; "inverse_l2" 1 / (||q - v|| + delta) with ||q - v|| = sqrt(2 - 2 cos)."""
+    cos = np.asarray(cos, dtype=np.float64)
+    if similarity == "exp_cos":
+        if tau <= 0:
+            raise ValueError(f"tau must be > 0, got {tau}")
+        return np.exp((np.minimum(cos, 1.0) - 1.0) / tau)
+    if similarity == "one_plus_cos":
+        return np.maximum(1.0 + cos, 1e-12)  # cos > -1 up to rounding: sigma stays > 0
+    if similarity == "inverse_l2":
+        if delta <= 0:
+            raise ValueError(f"delta must be > 0 so that sigma stays finite, got {delta}")
+        return 1.0 / (np.sqrt(np.maximum(2.0 - 2.0 * cos, 0.0)) + delta)
+    raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
+
+
 def sigma_from_scores(scores: np.ndarray, metric: str, delta: float = 1.0) -> np.ndarray:
     """sigma from an ANN index's raw scores: inner products of unit vectors ("ip": 1 + score) or squared L2
     distances ("l2": 1 / (sqrt(score) + delta))."""
