@@ -18,7 +18,7 @@ from rich.progress import track
 from threadpoolctl import threadpool_limits
 
 from paperdag.engine.params import Fraction
-from paperdag.methods.mfc import VARIANTS, complete_forest, exact_mst, gamma_overlap, learned_forest, tables
+from paperdag.methods.mfc import VARIANTS, complete_forest, exact_mst, gamma_overlap, gamma_weight_ratio, learned_forest, tables
 from paperdag.methods.mfc.instances import bit_strings, edited_strings, item_sets, uniform_cube
 from paperdag.points import gaussian_mixture, points_path, read_points
 
@@ -188,12 +188,14 @@ def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame,
             start = time.perf_counter()
             mst_edges, mst_weights = exact_mst(space)
             runtime = time.perf_counter() - start
-        gamma = gamma_overlap(tables.labels_of(name, forest), mst_edges)
-        stats = forest_stats[name]
+        labels, stats = tables.labels_of(name, forest), forest_stats[name]
+        gamma = gamma_weight_ratio(labels, stats["cost"], mst_edges, mst_weights)
+        pieces = gamma_overlap(labels, mst_edges)
         mst = {"n": len(space), "mst_cost": float(mst_weights.sum()), "calls": counter.calls, "runtime_s": runtime, "gamma": gamma,
-               "noise": stats["noise"]}
+               "gamma_pieces": pieces, "noise": stats["noise"]}
         reference[name] = mst
-        instance = {"instance": name, "metric": rows["metric"][0], "n": len(space), "t": stats["t"], "noise": stats["noise"], "gamma": gamma}
+        instance = {"instance": name, "metric": rows["metric"][0], "n": len(space), "t": stats["t"], "noise": stats["noise"],
+                    "gamma": gamma, "gamma_pieces": pieces}
         table += instance_table(instance, results.filter(pl.col("instance") == name).to_dicts(), stats, mst)
     metrics = {"headline": headline(table, params.headline_instance), "table": table, "reference": reference}
     return {"metrics": metrics, "tradeoff": tradeoff(table)}

@@ -9,8 +9,9 @@ from paperdag.methods.mfc.sweep import BUDGETED, setting_of
 _SLACK = 1 + 1e-9  # float noise in the bound checks
 
 
-def within_bounds(cost: float, spanning: bool, optimal: float, mst_cost: float, gamma: int) -> bool:
-    """w(T) <= 2 w(F_t + optimal completion) and w(T) <= 2 gamma w(MST), for a spanning T."""
+def within_bounds(cost: float, spanning: bool, optimal: float, mst_cost: float, gamma: float) -> bool:
+    """w(T) <= 2 w(F_t + optimal completion) and w(T) <= 2 max(1, gamma) w(MST) (gamma the weight ratio of
+    quality.gamma_weight_ratio), for a spanning T."""
     return spanning and cost <= MFC_FACTOR * optimal * _SLACK and cost <= mst_bound(gamma) * mst_cost * _SLACK
 
 
@@ -68,5 +69,7 @@ def headline(table: list[dict], instance: str) -> dict[str, object]:
             "speedup_vs_exact_with_forest adds the learned forest's own wall time (train stage)"
         ),
         "bound_violations": sum(not r["within_bound"] for r in table),
-        "gamma": best["gamma"],
+        "gamma_weight_ratio": best["gamma"],
+        "gamma_pieces": best["gamma_pieces"],
+        "mst_bound_factor": mst_bound(best["gamma"]),
     }

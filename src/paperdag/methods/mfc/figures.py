@@ -41,7 +41,7 @@ def tradeoff(table: list[dict]) -> Figure:
             ax.grid(alpha=0.3, which="both")
         _zoom_past_exact(right, mine)
         noise = f", noise={first['noise']:g}" if first["noise"] else ""
-        left.set_title(f"{name} (n={first['n']}, t={first['t']}, gamma={first['gamma']}{noise})", fontsize=10, loc="left")
+        left.set_title(f"{name} (n={first['n']}, t={first['t']}, gamma={first['gamma']:.3g}{noise})", fontsize=10, loc="left")
     for ax in axes[-1]:
         ax.set_xlabel("distance calls / n^2")
     handles, labels = axes[0][0].get_legend_handles_labels()
