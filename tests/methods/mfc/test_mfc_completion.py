@@ -19,6 +19,7 @@ from paperdag.methods.mfc import (
     complete_forest,
     completed_tree,
     exact_mst,
+    alpha_bound,
     gamma_overlap,
     gamma_weight_ratio,
     is_spanning_tree,
@@ -222,3 +223,23 @@ def test_full_matrix_helper_is_uncounted() -> None:
     space, counter = make_space("uniform").counting()
     full_matrix(space)
     assert counter.calls == 0
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "hamming", "edit"])
+def test_radius_sum_is_the_covering_radii_of_the_reps_used_and_alpha_at_most_2(kind: str) -> None:
+    """Every variant's radius_sum (read off the candidate blocks, no extra calls) is sum_i rho_i(r_i) of its reps:
+    the farthest-first curve's radii for fixed-r / greedy-B / dp-B, 0 for opt; alpha = 1 + sum rho / w(F_t) is in
+    [1, 2] (rho_i <= w(T_i)), falls as reps are added, and dp-B's is the least at its budget."""
+    space = make_space(kind, seed=11)
+    forest = learned_forest(space, t=5, seed=11)
+    curves = curves_for(space, forest)
+    alphas = {}
+    for variant, options in [("simple", {}), ("fixed-r", {"r": 3}), ("greedy-B", {"budget": 10}), ("dp-B", {"budget": 10}),
+                             ("opt", {})]:
+        completion = complete_forest(space, forest, variant, **options)
+        expected = 0.0 if variant == "opt" else sum(c.radius(int(k)) for c, k in zip(curves, completion.reps_per_component, strict=True))
+        assert completion.radius_sum == pytest.approx(expected), variant
+        alphas[variant] = alpha_bound(completion.radius_sum, forest.cost)
+        assert 1.0 <= alphas[variant] <= 2.0 + 1e-12, variant
+    assert alphas["opt"] == 1.0 and alphas["dp-B"] <= alphas["greedy-B"] + 1e-12 <= alphas["simple"] + 2e-12
+    assert alphas["fixed-r"] <= alphas["simple"] + 1e-12
