@@ -233,6 +233,7 @@ def compare(params: CompareParams) -> dict[str, object]:
 class EvaluateParams:
     headline_instance: Instance
     replicated_method: Literal["greedy-B", "dp-B"]
+    exact_dense_max_n: PositiveInt
 
 
 def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame, forest_stats: dict[str, dict[str, float]],
@@ -249,7 +250,7 @@ def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame,
         space, counter = tables.space(rows).counting()
         with threadpool_limits(limits=BLAS_THREADS):
             start = time.perf_counter()
-            mst_edges, mst_weights = exact_mst(space)
+            mst_edges, mst_weights = exact_mst(space, dense_below=params.exact_dense_max_n)
             runtime = time.perf_counter() - start
         labels, stats = tables.labels_of(name, forest), forest_stats[name]
         gamma = gamma_weight_ratio(labels, stats["cost"], mst_edges, mst_weights)
