@@ -18,7 +18,16 @@ from rich.progress import track
 from threadpoolctl import threadpool_limits
 
 from paperdag.engine.params import Fraction
-from paperdag.methods.mfc import VARIANTS, EuclideanSpace, complete_forest, exact_mst, gamma_overlap, gamma_weight_ratio, learned_forest, tables
+from paperdag.methods.mfc import (
+    VARIANTS,
+    EuclideanSpace,
+    complete_forest,
+    exact_mst,
+    gamma_overlap,
+    gamma_weight_ratio,
+    learned_forest,
+    tables,
+)
 from paperdag.methods.mfc.instances import bit_strings, edited_strings, item_sets, uniform_cube
 from paperdag.points import gaussian_mixture, points_path, read_points
 
@@ -242,8 +251,8 @@ def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame,
     one table row per (instance, variant, budget), exact MST last in each instance; the replicated comparison and
     the worst case from compare's rows."""
     from paperdag.methods.mfc.evaluation import headline, instance_table
-    from paperdag.methods.mfc.replicates import summary, worst_case_summary
     from paperdag.methods.mfc.figures import tradeoff
+    from paperdag.methods.mfc.replicates import summary, worst_case_summary
 
     reference, table = {}, []
     for name, rows in track(tables.instances(points), description="mfc evaluate: exact MST"):

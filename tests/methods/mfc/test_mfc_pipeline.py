@@ -114,7 +114,8 @@ _CELL = ["family", "seed", "t_label", "noise"]
 
 def _methods_as(compare: pl.DataFrame, source: pl.DataFrame) -> pl.DataFrame:
     """Every greedy-B / dp-B row of compare given `source`'s (one row per cell) reps, calls and costs."""
-    methods = compare.filter(pl.col("variant").is_in(BUDGETED)).drop(_COMPARE_COPIED).join(source.select(*_CELL, *_COMPARE_COPIED), on=_CELL)
+    methods = (compare.filter(pl.col("variant").is_in(BUDGETED)).drop(_COMPARE_COPIED)
+               .join(source.select(*_CELL, *_COMPARE_COPIED), on=_CELL))
     return pl.concat([compare.filter(~pl.col("variant").is_in(BUDGETED)), methods.select(compare.columns)])
 
 
