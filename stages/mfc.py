@@ -251,6 +251,7 @@ def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame,
     one table row per (instance, variant, budget), exact MST last in each instance; the replicated comparison and
     the worst case from compare's rows."""
     from paperdag.methods.mfc.evaluation import headline, instance_table
+    from paperdag.methods.mfc.figures import replicated as replicated_figure
     from paperdag.methods.mfc.figures import tradeoff
     from paperdag.methods.mfc.replicates import summary, worst_case_summary
 
@@ -277,4 +278,4 @@ def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame,
     top |= {"replicates": replicated["replicates"], "replicated_minus_fixed_r": replicated["minus_fixed_r_at_equal_calls"],
             "replicated_minus_simple": replicated["minus_simple"], "worst_case_simple_cost_ratio_opt": worst["simple_cost_ratio_opt"]}
     metrics = {"headline": top, "table": table, "reference": reference, "replicated": replicated, "worst_case": worst}
-    return {"metrics": metrics, "tradeoff": tradeoff(table)}
+    return {"metrics": metrics, "tradeoff": tradeoff(table), "replicated": replicated_figure(rows)}
