@@ -223,11 +223,13 @@ def compare(params: CompareParams) -> dict[str, object]:
             points = (gaussian_mixture(p.gaussian_n, p.gaussian_dim, p.gaussian_components, p.gaussian_separation, rng_seed)
                       if family == "gaussian" else
                       digits[np.random.default_rng(rng_seed).choice(len(digits), min(p.digits_n, len(digits)), replace=False)])
-            spaces = {key: EuclideanSpace(points)}
-        space = spaces[key]
+            space = EuclideanSpace(points)
+            with threadpool_limits(limits=BLAS_THREADS):
+                spaces = {key: (space, exact_mst(space))}  # the exact MST once per point set: gamma per cell
+        space, mst = spaces[key]
         with threadpool_limits(limits=BLAS_THREADS):
             cell = compare_cell(space, clusters(len(space), label), noise, p.seed + seed, p.multipliers, p.r_max,
-                                p.max_reps_per_component)
+                                p.max_reps_per_component, mst=mst)
         rows += [{"family": family, "seed": seed, "t_label": label, "noise": noise, "n": len(space), **r} for r in cell]
     worst = EuclideanSpace(worst_case_points(p.worst_case_t, p.worst_case_eps))
     rows += [{"family": "worst", "seed": 0, "t_label": "pairs", "noise": 0.0, "n": len(worst), **r}

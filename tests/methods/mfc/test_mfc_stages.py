@@ -70,6 +70,8 @@ def test_stages_chain_and_produce_declared_outputs(tmp_path: Path) -> None:
     headline = metrics["headline"]
     assert headline["replicates"] == 3 and headline["replicated_minus_fixed_r"]["n"] == 3
     assert isinstance(headline["gamma_weight_ratio"], float) and 1.0 <= headline["alpha_bound"] <= 2.0
+    assert metrics["worst_case"]["gamma"] == pytest.approx(1.0)  # the 2 gamma bound is tight there too
+    assert all(s["gamma"]["mean"] > 0 and s["gamma"]["n"] == 3 for s in metrics["replicated"]["settings"])
     assert headline["worst_case_simple_cost_ratio_opt"] == pytest.approx((6 + 5 * (1 + 0.01**2) ** 0.5) / (6 + 5 * 0.01), rel=1e-9)
     assert {"cost_ratio_mst", "distance_call_fraction", "forest_distance_call_fraction", "speedup_vs_exact", "variant"} <= set(
         metrics["headline"]
