@@ -13,12 +13,21 @@ from typing import Annotated, Literal
 
 import numpy as np
 import polars as pl
-from pydantic import AfterValidator, NonNegativeFloat, NonNegativeInt, PositiveInt
+from pydantic import AfterValidator, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
 from paperdag.engine.params import Fraction
-from paperdag.methods.mfc import VARIANTS, complete_forest, exact_mst, gamma_overlap, learned_forest, tables
+from paperdag.methods.mfc import (
+    VARIANTS,
+    EuclideanSpace,
+    complete_forest,
+    exact_mst,
+    gamma_overlap,
+    gamma_weight_ratio,
+    learned_forest,
+    tables,
+)
 from paperdag.methods.mfc.instances import bit_strings, edited_strings, item_sets, uniform_cube
 from paperdag.points import gaussian_mixture, points_path, read_points
 
@@ -166,34 +175,109 @@ def infer(params: InferParams, points: pl.DataFrame, forest: pl.DataFrame, fores
             "completions": pl.concat(added)}
 
 
+# ---------------------------------------------------------------- compare: the variants over replicates, where they differ
+
+
+def _at_least_two(multipliers: list[int]) -> list[int]:
+    if not multipliers or min(multipliers) < 2:
+        raise ValueError(f"R / t multipliers must be >= 2 (m = 1 is simple itself), got {multipliers}")
+    return multipliers
+
+
+@dataclass(frozen=True)
+class CompareParams:
+    families: list[Literal["gaussian", "digits"]]
+    replicates: Annotated[int, Field(ge=2)]  # seeds; >= 2 for an interval (the official code averages 16)
+    gaussian_n: PositiveInt
+    gaussian_dim: PositiveInt
+    gaussian_components: PositiveInt
+    gaussian_separation: NonNegativeFloat
+    digits_n: PositiveInt
+    t_labels: list[Literal["sqrt(n)", "sqrt(n)/2", "sqrt(n)/4"]]
+    noises: list[Fraction]
+    multipliers: Annotated[list[PositiveInt], AfterValidator(_at_least_two)]
+    r_max: PositiveInt
+    max_reps_per_component: PositiveInt
+    worst_case_t: PositiveInt
+    worst_case_eps: NonNegativeFloat
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.r_max < max(self.multipliers):
+            raise ValueError("r_max", f"must be >= the largest multiplier {max(self.multipliers)} (fixed-r at R = m t); got {self.r_max}")
+
+
+def compare(params: CompareParams) -> dict[str, object]:
+    """Per replicate seed: a fresh Gaussian mixture and a fresh random subset of load_digits, each completed at every
+    (t, noise) by opt, fixed-r (r = 1..r_max) and greedy-B / dp-B (R = m t); plus the factor-2 worst case."""
+    from paperdag.methods.mfc.replicates import clusters, compare_cell, worst_case, worst_case_points
+
+    p = params
+    digits = _load_digits() if "digits" in p.families else None
+    jobs = [(s, f, lab, noise) for s in range(p.replicates) for f in p.families for lab in p.t_labels for noise in p.noises]
+    rows, spaces = [], {}
+    for seed, family, label, noise in track(jobs, description="mfc compare: replicates"):
+        key = (seed, family)
+        if key not in spaces:
+            rng_seed = p.seed + 7919 * seed
+            points = (gaussian_mixture(p.gaussian_n, p.gaussian_dim, p.gaussian_components, p.gaussian_separation, rng_seed)
+                      if family == "gaussian" else
+                      digits[np.random.default_rng(rng_seed).choice(len(digits), min(p.digits_n, len(digits)), replace=False)])
+            space = EuclideanSpace(points)
+            with threadpool_limits(limits=BLAS_THREADS):
+                spaces = {key: (space, exact_mst(space))}  # the exact MST once per point set: gamma per cell
+        space, mst = spaces[key]
+        with threadpool_limits(limits=BLAS_THREADS):
+            cell = compare_cell(space, clusters(len(space), label), noise, p.seed + seed, p.multipliers, p.r_max,
+                                p.max_reps_per_component, mst=mst)
+        rows += [{"family": family, "seed": seed, "t_label": label, "noise": noise, "n": len(space), **r} for r in cell]
+    worst = EuclideanSpace(worst_case_points(p.worst_case_t, p.worst_case_eps))
+    rows += [{"family": "worst", "seed": 0, "t_label": "pairs", "noise": 0.0, "n": len(worst), **r}
+             for r in worst_case(worst, p.worst_case_t)]
+    return {"compare": pl.DataFrame(rows)}
+
+
 # ---------------------------------------------------------------- evaluate: exact reference, bounds, headline
 
 
 @dataclass(frozen=True)
 class EvaluateParams:
     headline_instance: Instance
+    replicated_method: Literal["greedy-B", "dp-B"]
+    exact_dense_max_n: PositiveInt
 
 
 def evaluate(params: EvaluateParams, points: pl.DataFrame, forest: pl.DataFrame, forest_stats: dict[str, dict[str, float]],
-             results: pl.DataFrame) -> dict[str, object]:
+             results: pl.DataFrame, compare: pl.DataFrame) -> dict[str, object]:
     """Exact MST per instance (timed, counted), then cost / MST, cost / optimal completion, calls / n^2, bounds;
-    one table row per (instance, variant, budget), exact MST last in each instance."""
+    one table row per (instance, variant, budget), exact MST last in each instance; the replicated comparison and
+    the worst case from compare's rows."""
     from paperdag.methods.mfc.evaluation import headline, instance_table
+    from paperdag.methods.mfc.figures import replicated as replicated_figure
     from paperdag.methods.mfc.figures import tradeoff
+    from paperdag.methods.mfc.replicates import summary, worst_case_summary
 
     reference, table = {}, []
     for name, rows in track(tables.instances(points), description="mfc evaluate: exact MST"):
         space, counter = tables.space(rows).counting()
         with threadpool_limits(limits=BLAS_THREADS):
             start = time.perf_counter()
-            mst_edges, mst_weights = exact_mst(space)
+            mst_edges, mst_weights = exact_mst(space, dense_below=params.exact_dense_max_n)
             runtime = time.perf_counter() - start
-        gamma = gamma_overlap(tables.labels_of(name, forest), mst_edges)
-        stats = forest_stats[name]
+        labels, stats = tables.labels_of(name, forest), forest_stats[name]
+        gamma = gamma_weight_ratio(labels, stats["cost"], mst_edges, mst_weights)
+        pieces = gamma_overlap(labels, mst_edges)
         mst = {"n": len(space), "mst_cost": float(mst_weights.sum()), "calls": counter.calls, "runtime_s": runtime, "gamma": gamma,
-               "noise": stats["noise"]}
+               "gamma_pieces": pieces, "noise": stats["noise"]}
         reference[name] = mst
-        instance = {"instance": name, "metric": rows["metric"][0], "n": len(space), "t": stats["t"], "noise": stats["noise"], "gamma": gamma}
+        instance = {"instance": name, "metric": rows["metric"][0], "n": len(space), "t": stats["t"], "noise": stats["noise"],
+                    "gamma": gamma, "gamma_pieces": pieces}
         table += instance_table(instance, results.filter(pl.col("instance") == name).to_dicts(), stats, mst)
-    metrics = {"headline": headline(table, params.headline_instance), "table": table, "reference": reference}
-    return {"metrics": metrics, "tradeoff": tradeoff(table)}
+    rows = compare.to_dicts()
+    replicated = summary([r for r in rows if r["family"] != "worst"], method=params.replicated_method)
+    worst = worst_case_summary([r for r in rows if r["family"] == "worst"])
+    top = headline(table, params.headline_instance)
+    top |= {"replicates": replicated["replicates"], "replicated_minus_fixed_r": replicated["minus_fixed_r_at_equal_calls"],
+            "replicated_minus_simple": replicated["minus_simple"], "worst_case_simple_cost_ratio_opt": worst["simple_cost_ratio_opt"]}
+    metrics = {"headline": top, "table": table, "reference": reference, "replicated": replicated, "worst_case": worst}
+    return {"metrics": metrics, "tradeoff": tradeoff(table), "replicated": replicated_figure(rows)}

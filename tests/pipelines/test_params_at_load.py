@@ -25,6 +25,8 @@ BAD = [
     ("mfc", "mfc.infer.variants", ["simple", "greedy-B"], "mfc.infer.variants"),  # no opt: the bound's reference
     ("mfc", "mfc.infer.variants", ["simple", "opt", "greedy"], "mfc.infer.variants"),
     ("mfc", "mfc.evaluate.headline_instance", "gausian", "mfc.evaluate.headline_instance"),
+    ("mfc", "mfc.compare.r_max", 4, "mfc.compare.r_max"),  # below the largest R / t multiplier (8)
+    ("mfc", "mfc.compare.replicates", 1, "mfc.compare.replicates"),  # no interval from one seed
     ("welfare_nns", "welfare_nns.synthesize.datasets", ["gauss", "sift"], "welfare_nns.synthesize.datasets"),
     ("welfare_nns", "welfare_nns.synthesize.points_file", "points.csv", "welfare_nns.synthesize.points_file"),
     ("welfare_nns", "welfare_nns.infer.eta", 0.123, "welfare_nns.infer.eta"),  # not in eta_sweep

@@ -19,7 +19,9 @@ from paperdag.methods.mfc import (
     complete_forest,
     completed_tree,
     exact_mst,
+    alpha_bound,
     gamma_overlap,
+    gamma_weight_ratio,
     is_spanning_tree,
     learned_forest,
     mst_bound,
@@ -34,12 +36,15 @@ OPTIONS = {"r": 3, "budget": 7}
 @pytest.mark.parametrize("noise", [0.0, 0.3])
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_variant_within_both_bounds(kind: str, noise: float, seed: int) -> None:
-    """Each variant spans; w(T) <= 2 w(optimal completion) and w(T) <= 2 gamma w(MST), gamma from the exact MST."""
+    """Each variant spans; w(T) <= 2 w(optimal completion) and w(T) <= 2 gamma w(MST), gamma the weight ratio from
+    the exact MST; the brute-force optimal completion is within max(1, gamma) w(MST) (the step the 2 gamma bound
+    rests on)."""
     space = make_space(kind, seed=seed)
     forest = learned_forest(space, t=3 + 2 * seed, noise=noise, seed=seed + 10)
     optimal = brute_optimal_completion(space, forest)
     mst_edges, mst_weights = exact_mst(space)
-    gamma = gamma_overlap(forest.labels, mst_edges)
+    gamma = gamma_weight_ratio(forest.labels, forest.cost, mst_edges, mst_weights)
+    assert optimal <= max(1.0, gamma) * mst_weights.sum() + 1e-9
     for variant in VARIANTS:
         completion = complete_forest(space, forest, variant, **OPTIONS)
         edges, _ = completed_tree(forest, completion)
@@ -71,14 +76,37 @@ def test_forest_from_the_mst_has_gamma_one_and_opt_recovers_the_mst() -> None:
     labels = connected_components(graph, directed=False)[1]
     forest = LearnedForest(labels=labels, edges=edges[keep], weights=weights[keep])
     assert gamma_overlap(labels, edges) == 1
+    assert gamma_weight_ratio(labels, forest.cost, edges, weights) == pytest.approx(1.0)
     assert tree_cost(forest, complete_forest(space, forest, "opt")) == pytest.approx(weights.sum())
 
 
 def test_noise_makes_gamma_exceed_one() -> None:
-    """Reassigning points at random scatters components across the MST (gamma > 1)."""
+    """Reassigning points at random scatters components across the MST (gamma > 1, and more pieces per component)."""
     space = make_space("gaussian")
-    mst_edges, _ = exact_mst(space)
-    assert gamma_overlap(learned_forest(space, t=4, noise=0.3, seed=0).labels, mst_edges) > 1
+    mst_edges, mst_weights = exact_mst(space)
+    forest = learned_forest(space, t=4, noise=0.3, seed=0)
+    assert gamma_overlap(forest.labels, mst_edges) > 1
+    assert gamma_weight_ratio(forest.labels, forest.cost, mst_edges, mst_weights) > 1.0
+
+
+def test_gamma_is_the_weight_ratio_and_the_2_gamma_bound_can_fail() -> None:
+    """gamma = w(F_t) / w(T* inside the components) on a hand-made line: points 0, 1, 2, 10, 11 (MST weight 11);
+    components {0, 1, 10} and {2, 11}: T_1 = 0-1-10 (10), T_2 = 2-11 (9); of T*'s edges only 0-1 (1) lies inside one
+    component, so gamma = 19 / 1. A tree just above 2 gamma w(MST) is out of the bound, one at it is in; a tree 3x
+    the optimal is out whatever gamma."""
+    from paperdag.methods.mfc.evaluation import within_bounds
+
+    points = np.array([[0.0], [1.0], [2.0], [10.0], [11.0]])
+    mst_edges, mst_weights = exact_mst(EuclideanSpace(points))
+    labels = np.array([0, 0, 1, 0, 1])
+    gamma = gamma_weight_ratio(labels, 19.0, mst_edges, mst_weights)
+    assert mst_weights.sum() == pytest.approx(11.0)
+    assert gamma == pytest.approx(19.0 / 1.0)
+    assert mst_bound(gamma) == pytest.approx(38.0)
+    assert not within_bounds(38.0 * 11.0 * 1.001, True, optimal=1e9, mst_cost=11.0, gamma=gamma)
+    assert within_bounds(38.0 * 11.0, True, optimal=1e9, mst_cost=11.0, gamma=gamma)
+    assert not within_bounds(3.0 * 11.0, True, optimal=11.0, mst_cost=11.0, gamma=1.0)  # 3x the optimal: out
+    assert mst_bound(0.5) == 2.0  # below 1 the optimal completion is the MST: the factor stays 2
 
 
 def test_more_representatives_never_cost_more() -> None:
@@ -195,3 +223,23 @@ def test_full_matrix_helper_is_uncounted() -> None:
     space, counter = make_space("uniform").counting()
     full_matrix(space)
     assert counter.calls == 0
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "hamming", "edit"])
+def test_radius_sum_is_the_covering_radii_of_the_reps_used_and_alpha_at_most_2(kind: str) -> None:
+    """Every variant's radius_sum (read off the candidate blocks, no extra calls) is sum_i rho_i(r_i) of its reps:
+    the farthest-first curve's radii for fixed-r / greedy-B / dp-B, 0 for opt; alpha = 1 + sum rho / w(F_t) is in
+    [1, 2] (rho_i <= w(T_i)), falls as reps are added, and dp-B's is the least at its budget."""
+    space = make_space(kind, seed=11)
+    forest = learned_forest(space, t=5, seed=11)
+    curves = curves_for(space, forest)
+    alphas = {}
+    for variant, options in [("simple", {}), ("fixed-r", {"r": 3}), ("greedy-B", {"budget": 10}), ("dp-B", {"budget": 10}),
+                             ("opt", {})]:
+        completion = complete_forest(space, forest, variant, **options)
+        expected = 0.0 if variant == "opt" else sum(c.radius(int(k)) for c, k in zip(curves, completion.reps_per_component, strict=True))
+        assert completion.radius_sum == pytest.approx(expected), variant
+        alphas[variant] = alpha_bound(completion.radius_sum, forest.cost)
+        assert 1.0 <= alphas[variant] <= 2.0 + 1e-12, variant
+    assert alphas["opt"] == 1.0 and alphas["dp-B"] <= alphas["greedy-B"] + 1e-12 <= alphas["simple"] + 2e-12
+    assert alphas["fixed-r"] <= alphas["simple"] + 1e-12

@@ -35,3 +35,20 @@ def test_duplicate_points_are_joined_at_zero_cost() -> None:
         edges, weights = exact_mst(EuclideanSpace(points), dense_below=dense_below)
         assert is_spanning_tree(4, edges)
         assert weights.sum() == pytest.approx(1.0)
+
+
+def test_blocked_matrix_is_the_full_matrix_at_half_the_calls() -> None:
+    """The dense path's blocked (n, n) matrix equals cdist's, symmetric, for about n^2 / 2 distance calls, with
+    blocks smaller than n rows (the block boundary is exercised)."""
+    import paperdag.methods.mfc.mst as mst
+
+    points = gaussian_mixture(500, 3, 3, 4.0, seed=1)
+    space, counter = EuclideanSpace(points).counting()
+    saved, mst._BLOCK_ENTRIES = mst._BLOCK_ENTRIES, 500 * 64  # 64 rows a block
+    try:
+        dist = mst.blocked_distances(space)
+    finally:
+        mst._BLOCK_ENTRIES = saved
+    np.testing.assert_allclose(dist, cdist(points, points), atol=1e-6)  # the Gram-trick kernel rounds near 0
+    np.testing.assert_array_equal(dist, dist.T)
+    assert counter.calls <= 0.5 * 500**2 + 500 * 64

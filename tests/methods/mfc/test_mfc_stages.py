@@ -24,7 +24,13 @@ def tiny_params(points_file: str) -> dict[str, dict[str, object]]:
     params["synthesize"]["points_file"] = points_file
     params["train"]["points_per_cluster"] = 25
     params["infer"]["extra_reps_per_cluster"] = 2
+    params["compare"].update(replicates=3, gaussian_n=200, digits_n=200, t_labels=["sqrt(n)", "sqrt(n)/4"], multipliers=[2],
+                             r_max=3, worst_case_t=6)
     return params
+
+
+def tiny_compare(p: dict) -> pl.DataFrame:
+    return mfc.compare(mfc.CompareParams(**p["compare"], seed=3))["compare"]
 
 
 def declared(stage: str, kind: str) -> set[str]:
@@ -54,11 +60,19 @@ def test_stages_chain_and_produce_declared_outputs(tmp_path: Path) -> None:
         forest=trained["forest"],
         forest_stats=trained["forest_stats"],
         results=inferred["results"],
+        compare=(compared := tiny_compare(p)),
     )
+    assert set(compared["family"]) == {"gaussian", "digits", "worst"} and set(compared["seed"]) == {0, 1, 2}
     assert set(evaluated) == declared("evaluate", "metrics") | declared("evaluate", "plots")
     metrics = evaluated["metrics"]
     assert json.loads(json.dumps(metrics)) == metrics  # plain JSON values only
     assert metrics["headline"]["bound_violations"] == 0
+    headline = metrics["headline"]
+    assert headline["replicates"] == 3 and headline["replicated_minus_fixed_r"]["n"] == 3
+    assert isinstance(headline["gamma_weight_ratio"], float) and 1.0 <= headline["alpha_bound"] <= 2.0
+    assert metrics["worst_case"]["gamma"] == pytest.approx(1.0)  # the 2 gamma bound is tight there too
+    assert all(s["gamma"]["mean"] > 0 and s["gamma"]["n"] == 3 for s in metrics["replicated"]["settings"])
+    assert headline["worst_case_simple_cost_ratio_opt"] == pytest.approx((6 + 5 * (1 + 0.01**2) ** 0.5) / (6 + 5 * 0.01), rel=1e-9)
     assert {"cost_ratio_mst", "distance_call_fraction", "forest_distance_call_fraction", "speedup_vs_exact", "variant"} <= set(
         metrics["headline"]
     )
@@ -78,7 +92,8 @@ def test_sweep_gives_a_row_per_budget_and_headline_reads_the_default() -> None:
         "results"
     ]
     metrics = mfc.evaluate(
-        mfc.EvaluateParams(**p["evaluate"]), points=points, forest=trained["forest"], forest_stats=trained["forest_stats"], results=results
+        mfc.EvaluateParams(**p["evaluate"]), points=points, forest=trained["forest"], forest_stats=trained["forest_stats"], results=results,
+        compare=tiny_compare(p),
     )["metrics"]
     budgets = {
         (r["instance"], r["variant"]): sorted((b["budget"] for b in metrics["table"] if (b["instance"], b["variant"]) == (r["instance"], r["variant"])))
@@ -95,3 +110,16 @@ def test_sweep_gives_a_row_per_budget_and_headline_reads_the_default() -> None:
     simple = {r["instance"]: r["cost_ratio_mst"] for r in metrics["table"] if r["variant"] == "simple"}
     zero = {r["instance"]: r["cost_ratio_mst"] for r in metrics["table"] if r["variant"] == "greedy-B" and r["budget"] == "B=0t"}
     assert zero == pytest.approx(simple)
+
+
+def test_compare_params_are_checked_at_load() -> None:
+    """r_max below the largest R / t multiplier, a multiplier of 1, or a single replicate is refused when the params
+    load (paperdag.engine.params.build), on the params.yaml key at fault."""
+    from paperdag.engine.errors import SpecError
+    from paperdag.engine.params import build
+
+    p = tiny_params("")["compare"]
+    for key, bad in (("r_max", 1), ("multipliers", [1, 2]), ("replicates", 1)):
+        flat = {k: (f"mfc.compare.{k}", v) for k, v in {**p, key: bad}.items()}
+        with pytest.raises(SpecError, match=f"mfc.compare.{key}"):
+            build(mfc.CompareParams, flat, seed=0, stage="mfc:compare")

@@ -32,8 +32,10 @@ from paperdag.methods.mfc.metrics import (
 from paperdag.methods.mfc.mst import exact_mst
 from paperdag.methods.mfc.quality import (
     MFC_FACTOR,
+    alpha_bound,
     completed_tree,
     gamma_overlap,
+    gamma_weight_ratio,
     is_spanning_tree,
     mst_bound,
     tree_cost,
@@ -54,6 +56,7 @@ __all__ = [
     "MetricSpace",
     "RepresentativeCurve",
     "allocate_dp",
+    "alpha_bound",
     "allocate_greedy",
     "bit_strings",
     "complete_forest",
@@ -61,6 +64,7 @@ __all__ = [
     "edited_strings",
     "exact_mst",
     "gamma_overlap",
+    "gamma_weight_ratio",
     "gaussian_mixture",
     "is_spanning_tree",
     "item_sets",

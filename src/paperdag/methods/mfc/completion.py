@@ -32,7 +32,7 @@ class Completion:
     edges: np.ndarray  # (t - 1, 2) point pairs joining the components
     weights: np.ndarray  # (t - 1,)
     reps_per_component: np.ndarray  # (t,) r_i
-    radius_sum: float | None  # sum_i rho_i(r_i) when the radii were computed (greedy-B, dp-B, opt)
+    radius_sum: float  # sum_i rho_i(r_i): covering radii of the reps used (alpha = 1 + radius_sum / w(F_t))
     selection_calls: int  # distance calls spent choosing reps (farthest-first)
     candidate_calls: int  # distance calls spent scoring candidate edges
 
@@ -164,43 +164,43 @@ def complete_forest(
     t = len(members)
     calls_before = space.counter.calls
     curves = [RepresentativeCurve(space, m) for m in members]
-    radius_sum: float | None = None
     if variant == "simple":
         counts = np.ones(t, dtype=np.int64)
     elif variant == "fixed-r":
         counts = np.minimum([len(m) for m in members], max(r, 1)).astype(np.int64)
     elif variant == "opt":
         counts = np.array([len(m) for m in members], dtype=np.int64)
-        radius_sum = 0.0
     else:
         allocate = allocate_greedy if variant == "greedy-B" else allocate_dp
         counts = allocate(curves, budget, max_reps_per_component)
-        radius_sum = float(sum(c.radius(int(k)) for c, k in zip(curves, counts, strict=True)))
     if variant == "opt":  # every point is a representative; no farthest-first needed
         reps = [m for m in members]
     else:
         reps = [c.first(int(k)) for c, k in zip(curves, counts, strict=True)]
     selection_calls = space.counter.calls - calls_before
 
-    edges, weights = _complete_with_reps(space, forest.labels, members, reps)
+    edges, weights, radii = _complete_with_reps(space, forest.labels, members, reps, covering=variant != "opt")
     return Completion(
         variant=variant,
         edges=edges,
         weights=weights,
         reps_per_component=counts,
-        radius_sum=radius_sum,
+        radius_sum=float(radii.sum()),
         selection_calls=selection_calls,
         candidate_calls=space.counter.calls - calls_before - selection_calls,
     )
 
 
 def _complete_with_reps(
-    space: MetricSpace, labels: np.ndarray, members: list[np.ndarray], reps: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Steps 3-4: candidate edge per component pair from the reps, Kruskal on the t-node graph."""
+    space: MetricSpace, labels: np.ndarray, members: list[np.ndarray], reps: list[np.ndarray], covering: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 3-4: candidate edge per component pair from the reps, Kruskal on the t-node graph.
+
+    Also returns rho_i(r_i) = max_{p in P_i} min_{q in reps_i} d(p, q) per component, read off the same distance
+    blocks (no extra calls); with covering=False (every point a rep) it is 0."""
     t = len(members)
     if t <= 1:
-        return np.zeros((0, 2), np.int64), np.zeros(0)
+        return np.zeros((0, 2), np.int64), np.zeros(0), np.zeros(t)
     order = np.concatenate(members)  # points grouped by component
     starts = np.cumsum([0] + [len(m) for m in members[:-1]])  # segment of P_j in `order`
     grouped = space.take(order)
@@ -210,10 +210,17 @@ def _complete_with_reps(
 
     # 3. nearest[q, j] = min_{p in P_j} d(q, p) for every representative q: a (block, n) matrix at a time
     nearest = np.empty((len(all_reps), t))
+    covered = np.full(len(order), np.inf)  # min over the reps of its own component, per point (grouped order)
+    ends = starts + np.array([len(m) for m in members])
     block = max(1, _BLOCK_ENTRIES // max(len(order), 1))
     for lo in range(0, len(all_reps), block):
         dist = space.take(all_reps[lo : lo + block]).pairwise(grouped)  # (block, n)
         nearest[lo : lo + block] = np.minimum.reduceat(dist, starts, axis=1)
+        if covering:
+            for row, c in enumerate(rep_comp[lo : lo + block]):
+                seg = slice(starts[c], ends[c])
+                np.minimum(covered[seg], dist[row, seg], out=covered[seg])
+    radii = np.maximum.reduceat(covered, starts) if covering else np.zeros(t)  # (t,) rho_i(r_i)
     nearest[np.arange(len(all_reps)), rep_comp] = np.inf  # an edge must leave its component
     # W[i, j] = lightest edge from a rep of i into P_j, and which rep realises it
     weight = np.minimum.reduceat(nearest, rep_starts, axis=0)  # (t, t)
@@ -254,4 +261,4 @@ def _complete_with_reps(
         p = int(np.argmin(dist))
         edges[k] = (q, members[dst][p])
         weights[k] = dist[p]
-    return edges, weights
+    return edges, weights, radii

@@ -1,5 +1,6 @@
-"""mfc's trade-off figure: tree cost against distance calls per instance and variant (matplotlib's object API, no
-pyplot). Only the evaluate stage imports this module, so redrawing it reruns that stage alone."""
+"""mfc's figures: the trade-off (tree cost against distance calls per instance and variant) and the replicated
+comparison (the same, mean over seeds with a band, per operating point); matplotlib's object API, no pyplot.
+Only the evaluate stage imports this module, so redrawing it reruns that stage alone."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def tradeoff(table: list[dict]) -> Figure:
             ax.grid(alpha=0.3, which="both")
         _zoom_past_exact(right, mine)
         noise = f", noise={first['noise']:g}" if first["noise"] else ""
-        left.set_title(f"{name} (n={first['n']}, t={first['t']}, gamma={first['gamma']}{noise})", fontsize=10, loc="left")
+        left.set_title(f"{name} (n={first['n']}, t={first['t']}, gamma={first['gamma']:.3g}{noise})", fontsize=10, loc="left")
     for ax in axes[-1]:
         ax.set_xlabel("distance calls / n^2")
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -70,3 +71,40 @@ def _zoom_past_exact(ax: Axes, rows: list[dict]) -> None:
         color=_REFERENCES["exact-mst"][0],
         arrowprops={"arrowstyle": "->", "color": _REFERENCES["exact-mst"][0]},
     )
+
+
+def replicated(rows: list[dict]) -> Figure:
+    """The replicated comparison (compare stage rows, the worst case left out): per (family, noise) row and t
+    column, cost / optimal completion against the completion's distance calls / n^2, each variant's mean over the
+    seeds with its 95 % band (fixed-r over r = 1..r_max, simple its first point; greedy-B and dp-B over R / t)."""
+    from paperdag.figures import mean_band
+    from paperdag.stats import interval
+
+    rows = [r for r in rows if r["family"] != "worst"]
+    grid = list(dict.fromkeys((r["family"], r["noise"]) for r in rows))
+    columns = list(dict.fromkeys(r["t_label"] for r in rows))
+    fig = Figure(figsize=(4.2 * len(columns), 3.0 * len(grid) + 0.6), layout="constrained")
+    axes = fig.subplots(len(grid), len(columns), squeeze=False)
+    for (family, noise), line in zip(grid, axes, strict=True):
+        for label, ax in zip(columns, line, strict=True):
+            cell = [r for r in rows if (r["family"], r["noise"], r["t_label"]) == (family, noise, label)]
+            for variant, (colour, marker) in _CURVES.items():
+                knobs = sorted({r["knob"] for r in cell if r["variant"] == variant})
+                if not knobs:
+                    continue
+                at = [[r for r in cell if r["variant"] == variant and r["knob"] == k] for k in knobs]
+                ratios = [interval([r["cost_ratio_opt"] for r in group]) for group in at]
+                xs = [sum(r["calls"] / r["n"] ** 2 for r in group) / len(group) for group in at]
+                mean_band(ax, xs, [i["mean"] for i in ratios], low=[i["ci95_low"] for i in ratios],
+                          high=[i["ci95_high"] for i in ratios], colour=colour, marker=marker, label=variant)
+            ax.set_xscale("log")
+            ax.ticklabel_format(axis="y", useOffset=False)
+            ax.grid(alpha=0.3, which="both")
+            t = cell[0]["t"] if cell else 0
+            ax.set_title(f"{family}, t={label} (~{t}), noise={noise:g}", fontsize=9, loc="left")
+        line[0].set_ylabel("cost / opt. completion")
+    for ax in axes[-1]:
+        ax.set_xlabel("completion distance calls / n^2")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8)
+    return fig

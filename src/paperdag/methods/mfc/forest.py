@@ -66,6 +66,11 @@ def learned_forest(space: MetricSpace, t: int, noise: float = 0.0, seed: int = 0
         moved = rng.random(len(labels)) < noise
         labels[moved] = rng.integers(labels.max() + 1, size=int(moved.sum()))
         labels = np.unique(labels, return_inverse=True)[1]  # drop clusters the noise emptied
+    return forest_of(space, labels)
+
+
+def forest_of(space: MetricSpace, labels: np.ndarray) -> LearnedForest:
+    """F_t for a given partition (labels 0..t-1, none empty): an exact MST T_i inside each P_i."""
     forest = LearnedForest(labels=labels, edges=np.zeros((0, 2), np.int64), weights=np.zeros(0))
     all_edges, all_weights = [], []
     for members in forest.members():
