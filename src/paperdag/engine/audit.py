@@ -6,9 +6,11 @@ Links, in this order (LINKS):
 - file: the workspace file has dvc.lock's md5; with no workspace file (a fresh clone), DVC's local cache holds it (a
   directory: its .dir manifest and every file the manifest lists). A workspace file that differs is broken even when
   the cache still holds the locked version (`dvc checkout` restores it).
-- run: at least one FINISHED MLflow run recorded writing that md5 (tag paperdag.out.<path>); where several did, they
-  agree on their params (paperdag.params) and on the md5s of their code deps (paperdag.dep.<path> of the deps
-  under stages/, src/ and pipelines/ that no stage writes).
+- run: at least one FINISHED MLflow run recorded writing that md5 (tag paperdag.out.<path>). Where several did and
+  they disagree on their params (paperdag.params) or on a code file both read, it is a warning: the run checked
+  below is the one with dvc.lock's params, and the other links hold it to dvc.lock; the others are the same bytes
+  from other code (a refactor that kept the output) or other params (a param that does not reach it, worth a look).
+  Broken would make every behaviour-preserving change fail the audit for as long as MLflow keeps the older runs.
 - params: the run's paperdag.params equals the stage's `params:` in dvc.lock. A run logged before runs carried that
   tag is a warning (its params cannot be compared; rerunning the stage records them).
 - commit: the run's git.commit exists in the repository and is an ancestor of HEAD. A run made with uncommitted
@@ -197,7 +199,8 @@ def _run_link(runs: list[dict[str, Any]], md5: str, locked_out: dict[str, Any]) 
             params.setdefault(r["tags"][PARAMS_TAG], r)
     if len(params) > 1:
         a, b = list(params.values())[:2]
-        return _link("run", "broken", f"{len(runs)} runs wrote it with different params: run {a['run_id'][:8]} vs "
+        return _link("run", "warning", f"{len(runs)} runs wrote these bytes with different params (a param that "
+                                       f"does not reach this output?): run {a['run_id'][:8]} vs "
                                       f"{b['run_id'][:8]}: {_params_diff(a['tags'][PARAMS_TAG], b['tags'][PARAMS_TAG])}")
     # code: a file both runs read at different md5s (a run logged before runs tagged every code dep, or when code
     # deps were whole packages, recorded other paths: those cannot disagree)
@@ -206,8 +209,9 @@ def _run_link(runs: list[dict[str, Any]], md5: str, locked_out: dict[str, Any]) 
         other = _code(r, locked_out)
         differ = sorted(k for k in set(newest) & set(other) if newest[k] != other[k])
         if differ:
-            return _link("run", "broken", f"{len(runs)} runs wrote it with different code: run {runs[0]['run_id'][:8]} "
-                                          f"vs {r['run_id'][:8]} read {', '.join(differ[:3])} at other md5s")
+            return _link("run", "warning", f"{len(runs)} runs wrote these bytes with different code (a change that "
+                                           f"kept this output): run {runs[0]['run_id'][:8]} vs {r['run_id'][:8]} read "
+                                           f"{', '.join(differ[:3])} at other md5s")
     more = f" ({len(runs)} runs agree)" if len(runs) > 1 else ""
     return _link("run", "ok", f"run {runs[0]['run_id'][:12]}{more}")
 
