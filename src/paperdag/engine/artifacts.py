@@ -31,6 +31,7 @@ import fnmatch
 import io
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +60,7 @@ class Comparison:
     skipped: list[str] = field(default_factory=list)  # volatile values that differ: listed, not compared
 
 
-class ArtifactType:
+class ArtifactType(ABC):
     """One artifact type. `read` and `write` are required; the rest have defaults: DVC's md5, a byte comparison,
     no stable content, nothing to describe."""
 
@@ -68,12 +69,13 @@ class ArtifactType:
     media_type: str = ""  # its media type, where it has one (RO-Crate's encodingFormat)
     has_values: bool = False  # volatile patterns may name values inside it ("<output>.<key>"): json, jsonl, parquet
 
+    @abstractmethod
     def read(self, path: Path) -> Any:
-        raise NotImplementedError
+        """The value stored at `path`."""
 
+    @abstractmethod
     def write(self, value: Any, path: Path) -> None:
         """Write `value` at `path`; a TypeError or ValueError says what was expected instead."""
-        raise NotImplementedError
 
     def md5(self, path: Path) -> str:
         """The md5 DVC records for it (dvc.lock, MLflow tags, lineage all key on it)."""
