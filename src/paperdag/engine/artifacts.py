@@ -62,7 +62,7 @@ class Comparison:
 
 class ArtifactType(ABC):
     """One artifact type. `read` and `write` are required; the rest have defaults: DVC's md5, a byte comparison,
-    no stable content, nothing to describe."""
+    the bytes as their stable content, nothing to describe."""
 
     name: str = ""
     suffixes: tuple[str, ...] = ()  # file suffixes that select it (a path ending in "/" is the "dir" type)
@@ -86,8 +86,9 @@ class ArtifactType(ABC):
         return Comparison(diffs=[f"{name}: bytes differ"])
 
     def stable_blob(self, path: Path, name: str, patterns: Volatile) -> bytes:
-        """A canonical serialisation of the content without the values `patterns` name (paperdag.lock hashes it)."""
-        raise NotImplementedError(f"artifact type {self.name} holds no values a volatile pattern can name")
+        """A canonical serialisation of the content without the values `patterns` name (paperdag.lock hashes it).
+        A type that holds no values a pattern can name (has_values False: paperdag.lock never asks it) is its bytes."""
+        return Path(path).read_bytes()
 
     def describe(self, value: Any) -> dict[str, str]:
         """What is cheap to say about a value read or returned (no file read): keys "schema" and "profile", JSON."""
