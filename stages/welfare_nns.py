@@ -6,8 +6,7 @@ paperdag.retrieval; these functions build the datasets, run every method per que
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -66,12 +65,6 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     return build_datasets(params, user)
 
 
-def _schemes(catalogue: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for dataset, info in catalogue.items():
-        for scheme, spec in info["schemes"].items():
-            yield dataset, scheme, spec
-
-
 # ---------------------------------------------------------------- index
 
 
@@ -90,26 +83,13 @@ class IndexParams:
 def index(params: IndexParams, vectors: dict[str, np.ndarray], attributes: dict[str, np.ndarray], catalogue: dict[str, Any]) -> dict[str, object]:
     """One global ANN index per dataset (<dataset>/) and one PerAttributeIndex per single-attribute scheme
     (<dataset>.<scheme>/), with their build times."""
-    from paperdag.retrieval import AnnIndex, PerAttributeIndex
+    from paperdag.methods.welfare_nns.indexes import build_indexes
 
-    kw = {"metric": params.metric, "hnsw_m": params.hnsw_m, "ef_construction": params.ef_construction,
-          "ef_search": params.ef_search, "nlist": params.nlist, "nprobe": params.nprobe, "seed": params.seed}
-    global_indexes: dict[str, AnnIndex] = {}
-    per_attribute: dict[str, PerAttributeIndex] = {}
-    stats: dict[str, dict[str, float]] = {}
     with threadpool_limits(limits=THREADS):
-        for dataset in track(list(catalogue), description="welfare_nns index: global"):
-            start = time.perf_counter()
-            global_indexes[dataset] = AnnIndex.build(vectors[f"{dataset}.items"], kind=params.kind, **kw)
-            stats[dataset] = {"n": catalogue[dataset]["n"], "build_s": time.perf_counter() - start}
-        for dataset, scheme, spec in _schemes(catalogue):
-            if spec["kind"] != "single":
-                continue  # multi-attribute items: one global candidate fetch, no per-attribute index
-            start = time.perf_counter()
-            per_attribute[f"{dataset}.{scheme}"] = PerAttributeIndex.build(
-                vectors[f"{dataset}.items"], attributes[f"{dataset}.{scheme}"], kind=params.kind, **kw
-            )
-            stats[f"{dataset}.{scheme}"] = {"n": catalogue[dataset]["n"], "c": spec["c"], "build_s": time.perf_counter() - start}
+        global_indexes, per_attribute, stats = build_indexes(
+            vectors, attributes, catalogue, params.kind, progress=lambda ds: track(ds, description="welfare_nns index: global"),
+            metric=params.metric, hnsw_m=params.hnsw_m, ef_construction=params.ef_construction, ef_search=params.ef_search,
+            nlist=params.nlist, nprobe=params.nprobe, seed=params.seed)
     return {
         "global_index": _writer(global_indexes),
         "attribute_index": _writer(per_attribute),

@@ -3,7 +3,15 @@ speed-ups, and whether both proven bounds hold; the headline row the claims read
 
 from __future__ import annotations
 
-from paperdag.methods.mfc.quality import MFC_FACTOR, alpha_bound, mst_bound
+import time
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import polars as pl
+
+from paperdag.methods.mfc.metrics import CallCounter, MetricSpace
+from paperdag.methods.mfc.mst import exact_mst
+from paperdag.methods.mfc.quality import MFC_FACTOR, alpha_bound, gamma_overlap, gamma_weight_ratio, mst_bound
 from paperdag.methods.mfc.sweep import BUDGETED, setting_of
 
 _SLACK = 1 + 1e-9  # float noise in the bound checks
@@ -43,6 +51,22 @@ def instance_table(instance: dict, results: list[dict], forest_stats: dict, mst:
     return table
 
 
+def exact_reference(name: str, metric: str, space: MetricSpace, counter: CallCounter, labels: np.ndarray, stats: dict,
+                    results: list[dict], dense_below: int) -> tuple[dict, list[dict]]:
+    """The exact MST of one instance (timed; `counter` counts `space`'s distance calls), the learned forest's gamma
+    (weight ratio) and pieces, and the instance's table rows (instance_table); returns (reference, rows)."""
+    start = time.perf_counter()
+    mst_edges, mst_weights = exact_mst(space, dense_below=dense_below)
+    runtime = time.perf_counter() - start
+    gamma = gamma_weight_ratio(labels, stats["cost"], mst_edges, mst_weights)
+    pieces = gamma_overlap(labels, mst_edges)
+    mst = {"n": len(space), "mst_cost": float(mst_weights.sum()), "calls": counter.calls, "runtime_s": runtime, "gamma": gamma,
+           "gamma_pieces": pieces, "noise": stats["noise"]}
+    instance = {"instance": name, "metric": metric, "n": len(space), "t": stats["t"],
+                "noise": stats["noise"], "gamma": gamma, "gamma_pieces": pieces}
+    return mst, instance_table(instance, results, stats, mst)
+
+
 def headline(table: list[dict], instance: str) -> dict[str, object]:
     """The best budgeted variant (lowest cost ratio, then fewest calls) on `instance`, at the default budget, beside
     the simple one-representative completion."""
@@ -80,3 +104,33 @@ def headline(table: list[dict], instance: str) -> dict[str, object]:
         "gamma_pieces": best["gamma_pieces"],
         "mst_bound_factor": mst_bound(best["gamma"]),
     }
+
+
+def exact_references(points: pl.DataFrame, forest: pl.DataFrame, forest_stats: dict, results: pl.DataFrame, dense_below: int,
+                     progress: Callable[[list], Iterable] = iter) -> tuple[dict, list[dict]]:
+    """exact_reference for every instance of the points table: {instance: reference} and the table's rows, exact
+    MST last in each instance."""
+    from paperdag.methods.mfc import tables
+
+    reference, table = {}, []
+    for name, rows in progress(tables.instances(points)):
+        space, counter = tables.space(rows).counting()
+        reference[name], instance_rows = exact_reference(
+            name, rows["metric"][0], space, counter, tables.labels_of(name, forest), forest_stats[name],
+            results.filter(pl.col("instance") == name).to_dicts(), dense_below)
+        table += instance_rows
+    return reference, table
+
+
+def metrics(table: list[dict], reference: dict, compare_rows: list[dict], headline_instance: str, method: str) -> dict:
+    """The evaluate stage's metrics: the headline (at `headline_instance`, with the replicated comparison of `method`
+    against fixed-r and simple, and the worst case), the table, the exact references, the replicated summary and
+    the worst case's."""
+    from paperdag.methods.mfc.replicates import summary, worst_case_summary
+
+    replicated = summary([r for r in compare_rows if r["family"] != "worst"], method=method)
+    worst = worst_case_summary([r for r in compare_rows if r["family"] == "worst"])
+    top = headline(table, headline_instance)
+    top |= {"replicates": replicated["replicates"], "replicated_minus_fixed_r": replicated["minus_fixed_r_at_equal_calls"],
+            "replicated_minus_simple": replicated["minus_simple"], "worst_case_simple_cost_ratio_opt": worst["simple_cost_ratio_opt"]}
+    return {"headline": top, "table": table, "reference": reference, "replicated": replicated, "worst_case": worst}

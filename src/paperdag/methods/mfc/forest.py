@@ -4,6 +4,8 @@ inside each cluster; optional noise reassigns a fraction of points at random so 
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +69,18 @@ def learned_forest(space: MetricSpace, t: int, noise: float = 0.0, seed: int = 0
         labels[moved] = rng.integers(labels.max() + 1, size=int(moved.sum()))
         labels = np.unique(labels, return_inverse=True)[1]  # drop clusters the noise emptied
     return forest_of(space, labels)
+
+
+def trained_forest(space: MetricSpace, points_per_cluster: int, noise: float, seed: int) -> tuple[LearnedForest, dict]:
+    """The train stage's F_t: t = ceil(n / points_per_cluster) clusters (at least 2), timed and counted; returns the
+    forest and its stats (n, t, noise, cost, distance calls, runtime_s)."""
+    counted, counter = space.counting()
+    t = max(2, math.ceil(len(space) / points_per_cluster))
+    start = time.perf_counter()
+    forest = learned_forest(counted, t, noise=noise, seed=seed)
+    runtime = time.perf_counter() - start
+    return forest, {"n": len(space), "t": forest.t, "noise": noise, "cost": forest.cost, "calls": counter.calls,
+                    "runtime_s": runtime}
 
 
 def forest_of(space: MetricSpace, labels: np.ndarray) -> LearnedForest:

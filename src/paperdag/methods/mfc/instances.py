@@ -5,7 +5,10 @@ All clustered families draw k prototypes and perturb them, so a good learned for
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import polars as pl
 
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 
@@ -56,3 +59,34 @@ def edited_strings(n: int, length: int, components: int, edits: int, seed: int) 
                 s[min(pos, len(s) - 1)] = letter
         out.append("".join(s))
     return out
+
+
+def digits() -> np.ndarray:
+    """scikit-learn's load_digits (1797 x 64, ships offline), as float64."""
+    from sklearn.datasets import load_digits
+
+    return load_digits().data.astype(np.float64)
+
+
+def point_table(name: str, p: Any, seed: int) -> pl.DataFrame:
+    """Instance `name`'s points table, its sizes read from `p` (the synthesize params: `<name>_n`, `<name>_dim`, ...);
+    gaussian_noisy is the headline's mixture family at smaller n (train gives it a noisy forest)."""
+    from paperdag.methods.mfc import tables
+    from paperdag.points import gaussian_mixture
+
+    if name in ("gaussian", "gaussian_noisy"):
+        n = p.gaussian_n if name == "gaussian" else p.gaussian_noisy_n
+        return tables.vectors(name, gaussian_mixture(n, p.gaussian_dim, p.gaussian_components, p.gaussian_separation, seed))
+    if name == "uniform":
+        return tables.vectors(name, uniform_cube(p.uniform_n, p.uniform_dim, seed))
+    if name == "hamming":
+        bits = bit_strings(p.hamming_n, p.hamming_bits, p.hamming_components, p.hamming_flip, seed)
+        return tables.items(name, "hamming", [row.tolist() for row in bits])
+    if name == "jaccard":
+        return tables.items(name, "jaccard", item_sets(p.jaccard_n, p.jaccard_vocabulary, p.jaccard_components,
+                                                       p.jaccard_set_size, seed))
+    if name == "edit":
+        return tables.strings(name, edited_strings(p.edit_n, p.edit_length, p.edit_components, p.edit_max_edits, seed))
+    if name == "digits":
+        return tables.vectors(name, digits())
+    raise ValueError(f"unknown mfc instance {name!r}")

@@ -12,15 +12,16 @@ cells is the paired unit, so the interval is over seeds (paperdag.stats.paired).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from paperdag.methods.mfc.completion import complete_forest
 from paperdag.methods.mfc.forest import LearnedForest, forest_of, learned_forest
-from paperdag.methods.mfc.metrics import MetricSpace
+from paperdag.methods.mfc.metrics import EuclideanSpace, MetricSpace
 from paperdag.methods.mfc.mst import exact_mst
 from paperdag.methods.mfc.quality import alpha_bound, gamma_weight_ratio, tree_cost
+from paperdag.points import gaussian_mixture
 from paperdag.stats import interval, paired
 
 T_FRACTIONS = {"sqrt(n)": 1, "sqrt(n)/2": 2, "sqrt(n)/4": 4}  # the official code's t = floor(sqrt n) / divisor
@@ -30,6 +31,18 @@ METHODS = ("greedy-B", "dp-B")
 def clusters(n: int, label: str) -> int:
     """t for one of T_FRACTIONS's labels (at least 2)."""
     return max(2, math.isqrt(n) // T_FRACTIONS[label])
+
+
+def replicate_points(family: str, seed: int, gaussian: tuple[int, int, int, float], digits: np.ndarray | None,
+                     digits_n: int) -> np.ndarray:
+    """One replicate's point set: a fresh Gaussian mixture (n, dim, components, separation) or a fresh random subset
+    of `digits_n` rows of load_digits, drawn from `seed`."""
+    if family == "gaussian":
+        n, dim, components, separation = gaussian
+        return gaussian_mixture(n, dim, components, separation, seed)
+    if digits is None:
+        raise ValueError(f"replicate family {family!r} needs the digits array")
+    return digits[np.random.default_rng(seed).choice(len(digits), min(digits_n, len(digits)), replace=False)]
 
 
 def compare_cell(space: MetricSpace, t: int, noise: float, seed: int, multipliers: Iterable[int], r_max: int,
@@ -59,6 +72,24 @@ def compare_cell(space: MetricSpace, t: int, noise: float, seed: int, multiplier
     for row in rows:
         row["cost_ratio_opt"] = row["tree_cost"] / optimal
         row["gamma"] = gamma
+    return rows
+
+
+def replicated_rows(seed: int, replicates: int, families: list[str], t_labels: list[str], noises: list[float],
+                    multipliers: list[int], r_max: int, cap: int | None, gaussian: tuple[int, int, int, float],
+                    digits: np.ndarray | None, digits_n: int,
+                    progress: Callable[[list], Iterable] = iter) -> list[dict]:
+    """compare_cell at every (replicate, family, t label, noise), one fresh point set per (replicate, family), its
+    exact MST computed once; one row per run, keyed by family, seed (the replicate), t_label, noise and n."""
+    jobs = [(s, f, lab, noise) for s in range(replicates) for f in families for lab in t_labels for noise in noises]
+    rows, spaces = [], {}
+    for rep, family, label, noise in progress(jobs):
+        if (rep, family) not in spaces:
+            space = EuclideanSpace(replicate_points(family, seed + 7919 * rep, gaussian, digits, digits_n))
+            spaces = {(rep, family): (space, exact_mst(space))}  # the exact MST once per point set: gamma per cell
+        space, mst = spaces[(rep, family)]
+        cell = compare_cell(space, clusters(len(space), label), noise, seed + rep, multipliers, r_max, cap, mst=mst)
+        rows += [{"family": family, "seed": rep, "t_label": label, "noise": noise, "n": len(space), **r} for r in cell]
     return rows
 
 
@@ -187,3 +218,9 @@ def worst_case_summary(rows: list[dict]) -> dict[str, object]:
     two = next(r for r in rows if r["variant"] == "fixed-r" and r["knob"] == 2)
     return {"t": simple["t"], "gamma": simple["gamma"], "simple_cost_ratio_opt": simple["cost_ratio_opt"],
             "simple_alpha_bound": simple["alpha_bound"], "r2_cost_ratio_opt": two["cost_ratio_opt"]}
+
+
+def worst_case_rows(t: int, eps: float) -> list[dict]:
+    """worst_case on worst_case_points(t, eps), as rows of the compare table (family "worst")."""
+    space = EuclideanSpace(worst_case_points(t, eps))
+    return [{"family": "worst", "seed": 0, "t_label": "pairs", "noise": 0.0, "n": len(space), **r} for r in worst_case(space, t)]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import polars as pl
 
-from paperdag.methods.mfc.completion import Completion
+from paperdag.methods.mfc.completion import Completion, complete_forest
 from paperdag.methods.mfc.forest import LearnedForest
+from paperdag.methods.mfc.metrics import MetricSpace
 from paperdag.methods.mfc.quality import completed_tree, is_spanning_tree, tree_cost
 
 BUDGETED = ("greedy-B", "dp-B")  # the variants spending a budget B of extra representatives
@@ -53,6 +56,20 @@ def record(name: str, metric: str, n: int, forest: LearnedForest, setting: Setti
     }
 
 
+def run_setting(name: str, metric: str, space: MetricSpace, forest: LearnedForest, variant: str, setting: Setting,
+                max_reps_per_component: int) -> tuple[dict, pl.DataFrame]:
+    """Complete `forest` at one setting of its sweep (B = extra reps per cluster x t), timed and counted: its results
+    record and its added edges."""
+    counted, counter = space.counting()
+    budget = (setting.extra_reps_per_cluster or 0) * forest.t  # B
+    start = time.perf_counter()
+    completion = complete_forest(counted, forest, variant, r=setting.r or 1, budget=budget,
+                                 max_reps_per_component=max_reps_per_component)
+    runtime = time.perf_counter() - start
+    return (record(name, metric, len(space), forest, setting, budget, completion, counter.calls, runtime),
+            added_edges(name, setting, completion))
+
+
 def added_edges(name: str, setting: Setting, completion: Completion) -> pl.DataFrame:
     """The completion's edges, keyed by instance, variant and setting."""
     return pl.DataFrame(
@@ -64,3 +81,24 @@ def added_edges(name: str, setting: Setting, completion: Completion) -> pl.DataF
 
 def setting_of(row: dict) -> Setting:
     return Setting(r=row["r"], extra_reps_per_cluster=row["extra_reps_per_cluster"], default=row["default_budget"])
+
+
+def sweep(points: pl.DataFrame, forest: pl.DataFrame, forest_edges: pl.DataFrame, variants: list[str], r: int,
+          r_sweep: list[int], extra: int, extra_sweep: list[int], max_reps_per_component: int,
+          progress: Callable[[list], Iterable] = iter) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """run_setting for every instance of the points table, variant and setting of its sweep: the results table and
+    the added edges."""
+    from paperdag.methods.mfc import tables
+
+    records, added = [], []
+    jobs = [(name, rows, v, s) for name, rows in tables.instances(points) for v in variants
+            for s in settings(v, r, r_sweep, extra, extra_sweep)]
+    current: dict[str, tuple] = {}
+    for name, rows, variant, setting in progress(jobs):
+        if name not in current:
+            current = {name: (tables.space(rows), tables.read_forest(name, forest, forest_edges))}
+        space, learned = current[name]
+        row, edges = run_setting(name, rows["metric"][0], space, learned, variant, setting, max_reps_per_component)
+        records.append(row)
+        added.append(edges)
+    return pl.DataFrame(records, schema_overrides=SETTING_SCHEMA | {"radius_sum": pl.Float64}), pl.concat(added)

@@ -36,6 +36,13 @@ def strings(instance: str, texts: list[str]) -> pl.DataFrame:
     return pl.DataFrame({"instance": instance, "metric": "edit", "text": texts})
 
 
+def file_table(points: np.ndarray, metric: str) -> pl.DataFrame:
+    """A user's points (points_file) as instance "file": hamming bits, or euclidean vectors."""
+    if metric == "hamming":
+        return items("file", "hamming", points.astype(np.int64).tolist())
+    return vectors("file", points.astype(np.float64))
+
+
 def points_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """The instances' frames as one table of POINT_SCHEMA (null where a column is not the instance's kind)."""
     def missing(frame: pl.DataFrame) -> list[pl.Expr]:
