@@ -111,5 +111,5 @@ def test_code_deps_follow_imports_but_not_the_engine() -> None:
     assert deps[0] == "stages/mfc.py" and "src/paperdag/methods/mfc/__init__.py" in deps
     assert not any("engine" in d for d in deps)
     toy = REPO / "tests" / "resources" / "toy"
-    assert code_deps(toy, "stages/toy.py", "square") == ["stages/toy.py", "src/paperdag/methods/toy/__init__.py"]
+    assert code_deps(toy, "stages/toy.py", "square") == ["stages/toy.py", "src/toy_method/__init__.py"]
     assert code_deps(toy, "stages/toy.py", "make") == ["stages/toy.py"]

@@ -128,3 +128,15 @@ def test_an_unknown_function_is_an_error_naming_the_file(project: Path) -> None:
     """A function the stage module does not define: the error names the module and the function."""
     with pytest.raises(PaperdagError, match=r"stages/m.py has no top-level function nope"):
         code_deps(project, "stages/m.py", "nope")
+
+
+def test_a_project_package_under_src_counts_and_installed_ones_do_not(project: Path) -> None:
+    """A project keeps its own method package under src/ (any name); it is a dependency like paperdag's own, while an
+    installed package of the same kind (numpy) is not, even when imported by the project's module."""
+    (project / "src/ownmethod").mkdir(parents=True)
+    (project / "src/ownmethod/__init__.py").write_text("import numpy as np\n\nfrom ownmethod.core import solve\n")
+    (project / "src/ownmethod/core.py").write_text("def solve(p):\n    return p\n")
+    (project / "stages/own.py").write_text("import numpy\n\nfrom ownmethod import solve\n\n\ndef run(params):\n"
+                                            "    return solve(numpy.zeros(1))\n")
+    got = code_deps(project, "stages/own.py", "run")
+    assert got == ["stages/own.py", "src/ownmethod/__init__.py", "src/ownmethod/core.py"]

@@ -56,7 +56,7 @@ def test_code_change_marks_only_stages_that_import_it(built_toy: Path) -> None:
     combine do not); an unrelated file does not."""
     (built_toy / "README.txt").write_text("unrelated\n")
     assert "up to date" in dvc(built_toy, "status").stdout
-    f = built_toy / "src" / "paperdag" / "methods" / "toy" / "__init__.py"
+    f = built_toy / "src" / "toy_method" / "__init__.py"
     f.write_text(f.read_text() + "\n# edited\n")
     assert set(json.loads(dvc(built_toy, "status", "--json").stdout)) == {"toy-left", "toy-right"}
 

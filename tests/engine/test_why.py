@@ -41,13 +41,13 @@ def test_a_changed_param_is_named_with_its_old_and_new_value(built_toy: Path) ->
 def test_a_changed_source_file_and_what_is_only_downstream_of_it(built_toy: Path) -> None:
     """The toy method package changes: left and right (which call spin) name the file; make does not use it and is up
     to date; combine is stale only downstream of them."""
-    edit(built_toy / "src/paperdag/methods/toy/__init__.py", "x += 1", "x += 2")
+    edit(built_toy / "src/toy_method/__init__.py", "x += 1", "x += 2")
     e = why.explain(built_toy)
     stages = by_stage(e)
     assert set(stages) == {"toy:left", "toy:right", "toy:combine"}
     for s in ("toy:left", "toy:right"):
         assert stages[s].own_cause
-        assert texts(e, s) == ["code `src/paperdag/methods/toy/__init__.py` changed"]
+        assert texts(e, s) == ["code `src/toy_method/__init__.py` changed"]
     combine = stages["toy:combine"]
     assert not combine.own_cause and combine.upstream == ["toy:left", "toy:right"]
     assert "downstream of toy:left, toy:right (stale)" in why.format_text(e)

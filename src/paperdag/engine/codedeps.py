@@ -1,9 +1,11 @@
-"""The code a stage depends on: its stage module plus every paperdag module its stage function reaches (AST only).
+"""The code a stage depends on: its stage module plus every project module its stage function reaches (AST only):
+the project's modules are stages/... and everything under src/ (paperdag's blocks and methods, a project's own
+packages); the engine and installed third-party code are not.
 
 DVC does not follow imports, so these files go into each stage's deps. In the stage module the unit is the stage
 function: the module-level helpers and classes it names count, transitively, and so does the code that runs when the
-module is imported (constants, class bodies, decorators, defaults); other stages' functions do not. A paperdag module
-reached counts whole, with every paperdag module it imports anywhere in it, and the __init__.py of each package above
+module is imported (constants, class bodies, decorators, defaults); other stages' functions do not. A project module
+reached counts whole, with every project module it imports anywhere in it, and the __init__.py of each package above
 it. A lazy package (paperdag._lazy.attach) imports a submodule when one of its names is used: the names used decide
 which. The engine is not a dependency: it moves data, it does not compute results.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 from paperdag.engine.errors import PaperdagError
 
 PACKAGE = "paperdag"
-_ROOTS = (PACKAGE, "stages")  # modules found in the repository: src/paperdag/..., stages/...
+STAGES = "stages"  # the stage modules, at the repository's root; every other project module lives under src/
 _NOT_DEPS = f"{PACKAGE}.engine"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -52,11 +54,12 @@ class CodeIndex:
     # ------------------------------------------------------------------ modules and files
 
     def file_of(self, module: str) -> Path | None:
-        """The file of a repository module that can be a dependency (None: third-party, the engine, or absent)."""
+        """The file of a project module that can be a dependency: stages/... or anything under src/ (paperdag's
+        blocks and methods, or a project's own packages), not the engine (None: third-party, the engine, absent)."""
         if module not in self._files:
             self._files[module] = None
-            if module.split(".")[0] in _ROOTS and module != _NOT_DEPS and not module.startswith(_NOT_DEPS + "."):
-                base = (self.root / "src" if module.startswith(PACKAGE) else self.root).joinpath(*module.split("."))
+            if module != _NOT_DEPS and not module.startswith(_NOT_DEPS + "."):
+                base = (self.root if module.split(".")[0] == STAGES else self.root / "src").joinpath(*module.split("."))
                 self._files[module] = next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
         return self._files[module]
 

@@ -52,17 +52,13 @@ def seed_everything(seed: int, numerics: Numerics) -> None:
 
 
 def _importable(root: Path) -> None:
-    """Make the project's stages/ and its own src/paperdag packages importable (a project need not be the
-    checkout paperdag was installed from: a scratch copy, a test fixture)."""
-    import paperdag
-    import paperdag.methods
-
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    for package, sub in ((paperdag, "src/paperdag"), (paperdag.methods, "src/paperdag/methods")):
-        d = root / sub
-        if d.is_dir() and str(d) not in package.__path__ and all(not d.samefile(p) for p in package.__path__):
-            package.__path__.append(str(d))
+    """Make the project's stage modules (root/stages) and its own packages (root/src: a project need not be the
+    checkout paperdag was installed from; a test fixture keeps its method in src/<its package>) importable, in that
+    order before the installed ones. paperdag itself is already imported: a scratch copy's src/paperdag is the
+    installed code's copy (scratch.copy_pipeline), so it runs as installed."""
+    for d in (root / "src", root):
+        if d.is_dir() and str(d) not in sys.path:
+            sys.path.insert(0, str(d))
 
 
 def stage_function(project: Project, stage: Stage) -> Callable[..., dict[str, Any]]:

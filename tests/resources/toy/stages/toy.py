@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 from pydantic import PositiveInt
 
-from paperdag.methods.toy import spin
+from toy_method import spin
 
 
 @dataclass(frozen=True)
