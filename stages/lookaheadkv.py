@@ -1,5 +1,5 @@
-"""Glue between the paperdag engine and the lookaheadkv method: synthesize -> train_lm -> targets -> train_lookahead
--> infer -> evaluate. The eviction rules, the lookahead module, s_GT and the comparison protocol live in
+"""Glue between the paperdag engine and the lookaheadkv method: synthesize -> train_lm (with its targets) ->
+train_lookahead -> infer -> evaluate. The eviction rules, the lookahead module, s_GT and the comparison protocol live in
 paperdag.methods.lookaheadkv, the tiny LM's lifecycle in paperdag.lm: these functions read inputs and call them."""
 
 from __future__ import annotations
@@ -65,14 +65,18 @@ class TrainLMParams(TinyLMConfig):
     curriculum: Annotated[list[PositiveInt], Field(min_length=1)]  # per phase, its largest context (tokens)
     mixture: dict[Kind, NonNegativeFloat]
     min_full_cache_em: Annotated[float, Field(ge=0, le=100)]  # the check: every split's full-cache exact match (percent)
+    targets_batch_size: PositiveInt  # rows per forward pass of the targets (greedy responses, s_GT)
 
 
 def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]:
     """One replicate's tiny Llama (or model_path's checkpoint) trained with a full cache on the LM rows, in curriculum
     phases of growing context (methods.lookaheadkv.train_curriculum); its full-cache exact match on the evaluation
-    rows, which must reach min_full_cache_em on every split (else the comparison of evictions means nothing)."""
+    rows, which must reach min_full_cache_em on every split (else the comparison of evictions means nothing). Then
+    the frozen LM's targets for the lookahead-training, validation and evaluation rows: its greedy response and s_GT
+    (layers, heads, prompt positions; methods.lookaheadkv.scores.ground_truth_importance)."""
     from paperdag.lm import build_or_load, checkpoint_writer, lm_stats
     from paperdag.methods.lookaheadkv import checked_full_cache_exact_match, train_curriculum
+    from paperdag.methods.lookaheadkv import targets as make_targets
 
     start = time.perf_counter()
     texts = vocabulary_text(examples["prompt"].to_list() + examples["response"].to_list())
@@ -83,29 +87,10 @@ def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]
     em = checked_full_cache_exact_match(model, tokenizer, examples.filter(pl.col("set") == "eval"), params.min_full_cache_em,
                                         f"lookaheadkv train_lm (seed {params.seed})")
     stats = {"full_cache_exact_match": em, **lm_stats(model, tokenizer, params, history, train_seconds)}
-    return {"model": checkpoint_writer(model, tokenizer), "train_stats": stats}
-
-
-@dataclass(frozen=True)
-class TargetsParams:
-    max_new_tokens: PositiveInt
-    batch_size: PositiveInt
-    threads: PositiveInt
-
-
-def targets(params: TargetsParams, model: Path, examples: pl.DataFrame) -> dict[str, object]:
-    """For the lookahead-training, validation and evaluation rows: the frozen model's greedy response (full cache)
-    and s_GT (layers, heads, prompt positions; methods.lookaheadkv.scores.ground_truth_importance)."""
-    import torch
-
-    from paperdag.lm import load_causal_lm
-    from paperdag.methods.lookaheadkv import targets as make_targets
-
-    torch.set_num_threads(params.threads)
-    lm, tokenizer = load_causal_lm(model)
     table = examples.filter(pl.col("set").is_in(["lookahead", "validation", "eval"]))
-    out, importance = make_targets(lm, tokenizer, table, params.max_new_tokens, params.batch_size)
-    return {"targets": out, "importance": importance}
+    longest = max(len(encode(tokenizer, r)[1]) for r in table.iter_rows(named=True))
+    targets, importance = make_targets(model, tokenizer, table, longest + 1, params.targets_batch_size)
+    return {"model": checkpoint_writer(model, tokenizer), "train_stats": stats, "targets": targets, "importance": importance}
 
 
 @dataclass(frozen=True)
