@@ -60,7 +60,8 @@ def main() -> None:
         for budget in budget_tokens(args.budgets, t):
             if budget <= args.window:
                 continue
-            _, best = best_of_interleaved([lambda m=m, ids=ids, b=budget: prepare(m, model, ids, b, setting) for m in METHODS], args.repeats)
+            calls = [lambda m=m, ids=ids, b=budget: prepare(m, model, ids, b, setting) for m in METHODS]
+            _, best = best_of_interleaved(calls, args.repeats)
             ms = {m: 1000 * s / ids.shape[0] for m, s in zip(METHODS, best, strict=True)}
             rows.append({"prompt_tokens": t, "budget": budget, "ms_per_example": ms, "lkv_over_snapkv": ms["lookahead"] / ms["snapkv"],
                          "draft_over_lkv": ms["draft"] / ms["lookahead"], "lkv_over_full": ms["lookahead"] / ms["full"]})
