@@ -8,6 +8,10 @@ model's own vocabulary (the cost of prefill and scoring does not depend on what 
 through the same `prepare` call; runs are interleaved and the fastest of --repeats counts (paperdag.timing).
 
     .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths 256 512 1024   # writes benchmarks/results/lookaheadkv.json
+    .venv/bin/python benchmarks/bench_lookaheadkv.py --untrained --lengths 256 512   # no pipeline outputs needed
+
+--untrained times a tiny Llama of params.yaml's train_lm sizes and a lookahead module of train_lookahead's n_tokens,
+both freshly initialised (seed 0), on random prompts only: what prefill and scoring cost does not depend on training.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from pathlib import Path
 
 import polars as pl
 import torch
+import yaml
 
-from paperdag.lm import load_causal_lm
+from paperdag.lm import load_causal_lm, tiny_causal_lm, tiny_llama_config
 from paperdag.methods.lookaheadkv import LookaheadKV, Setting, attach, budget_tokens, prepare
 from paperdag.timing import best_of_interleaved
 
@@ -41,20 +46,30 @@ def main() -> None:
     ap.add_argument("--draft-tokens", type=int, default=4, help="draft length of the draft-based method")
     ap.add_argument("--repeats", type=int, default=5, help="interleaved runs per method; the fastest counts")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--untrained", action="store_true", help="a fresh model of params.yaml's sizes, random prompts only")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     data, r = Path(args.data), args.replicate
-    if not (data / "model" / r).is_dir() or not (data / "lookahead" / r).is_dir():
-        raise SystemExit(f"{data} lacks model/{r}/ or lookahead/{r}/: run `dvc repro lookaheadkv-train_lookahead` first")
-    model, tokenizer = load_causal_lm(data / "model" / r)
-    module = LookaheadKV.load(data / "lookahead" / r)
-    attach(model, module)
+    prompts: dict[int, torch.Tensor] = {}
+    if args.untrained:
+        p = yaml.safe_load((ROOT / "params.yaml").read_text())["lookaheadkv"]
+        lm = p["train_lm"]
+        torch.manual_seed(0)
+        model = tiny_causal_lm(tiny_llama_config(512, lm["hidden_size"], lm["num_layers"], lm["num_heads"], lm["num_kv_heads"],
+                                                 lm["intermediate_size"], max_position_embeddings=max([1024, *args.lengths])))
+        module, vocab = LookaheadKV.for_model(model, p["train_lookahead"]["n_tokens"], 8, 32.0), 512
+    else:
+        if not (data / "model" / r).is_dir() or not (data / "lookahead" / r).is_dir():
+            raise SystemExit(f"{data} lacks model/{r}/ or lookahead/{r}/: run `dvc repro lookaheadkv-train_lookahead` first")
+        model, tokenizer = load_causal_lm(data / "model" / r)
+        module, vocab = LookaheadKV.load(data / "lookahead" / r), len(tokenizer)
+        table = pl.read_parquet(data / "targets" / f"{r}.parquet").filter(pl.col("set") == "eval")
+        prompts[len(table["prompt_ids"][0])] = torch.tensor(table["prompt_ids"].to_list()[: args.batch_size])
+    attach(model.eval(), module)
     setting = Setting(window=args.window, kernel=7, draft_tokens=args.draft_tokens, lookahead=module)
-    table = pl.read_parquet(data / "targets" / f"{r}.parquet").filter(pl.col("set") == "eval")
-    prompts = {len(table["prompt_ids"][0]): torch.tensor(table["prompt_ids"].to_list()[: args.batch_size])}
     draw = torch.Generator().manual_seed(0)
     for t in args.lengths:
-        prompts[t] = torch.randint(3, len(tokenizer), (args.batch_size, t), generator=draw)
+        prompts[t] = torch.randint(3, vocab, (args.batch_size, t), generator=draw)
     rows = []
     for t, ids in sorted(prompts.items()):
         for budget in budget_tokens(args.budgets, t):
@@ -67,8 +82,8 @@ def main() -> None:
                          "draft_over_lkv": ms["draft"] / ms["lookahead"], "lkv_over_full": ms["lookahead"] / ms["full"]})
             print(f"T={t:5d} C={budget:4d}  " + "  ".join(f"{m} {v:7.3f}" for m, v in ms.items())
                   + f"  LKV/SnapKV {rows[-1]['lkv_over_snapkv']:.2f}  draft/LKV {rows[-1]['draft_over_lkv']:.2f}", flush=True)
-    result = {"replicate": r, "lookahead_tokens": module.n_tokens, "draft_tokens": args.draft_tokens, "window": args.window,
-              "batch_size": args.batch_size, "threads": args.threads, "repeats": args.repeats, "machine": platform.platform(),
+    result = {"replicate": "untrained" if args.untrained else r, "lookahead_tokens": module.n_tokens, "draft_tokens": args.draft_tokens,
+              "window": args.window, "batch_size": args.batch_size, "threads": args.threads, "repeats": args.repeats, "machine": platform.platform(),
               "rows": rows, "targets": "LKV time / SnapKV time <= 1.25; draft time / LKV time >= 5"}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
