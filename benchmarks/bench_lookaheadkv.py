@@ -83,8 +83,8 @@ def main() -> None:
             print(f"T={t:5d} C={budget:4d}  " + "  ".join(f"{m} {v:7.3f}" for m, v in ms.items())
                   + f"  LKV/SnapKV {rows[-1]['lkv_over_snapkv']:.2f}  draft/LKV {rows[-1]['draft_over_lkv']:.2f}", flush=True)
     result = {"replicate": "untrained" if args.untrained else r, "lookahead_tokens": module.n_tokens, "draft_tokens": args.draft_tokens,
-              "window": args.window, "batch_size": args.batch_size, "threads": args.threads, "repeats": args.repeats, "machine": platform.platform(),
-              "rows": rows, "targets": "LKV time / SnapKV time <= 1.25; draft time / LKV time >= 5"}
+              "window": args.window, "batch_size": args.batch_size, "threads": args.threads, "repeats": args.repeats,
+              "machine": platform.platform(), "rows": rows, "targets": "LKV time / SnapKV time <= 1.25; draft time / LKV time >= 5"}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
 
