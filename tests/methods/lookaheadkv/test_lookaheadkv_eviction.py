@@ -118,7 +118,7 @@ def test_lookahead_training_reduces_the_kl(model, ids) -> None:
     frozen = [p.clone() for p in model.parameters()]
     optimizer = torch.optim.Adam(fresh.parameters(), lr=0.02)
     first = float(lookahead_loss(model, fresh, ids, gt).detach())
-    for _ in range(40):
+    for _ in range(20):
         optimizer.zero_grad()
         lookahead_loss(model, fresh, ids, gt).backward()
         optimizer.step()

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from support import cli, smoke_group
+from support import smoke_group
 
 pytestmark = smoke_group("lookaheadkv")
 
@@ -92,13 +93,32 @@ def test_claims_are_declared_on_intervals_over_replicates(repo: Path, params: di
 
 
 def _rerun(built: Path, dest: Path, edit) -> dict[str, dict]:
-    """Copy the built repo, let `edit(repo)` rewrite what evaluate reads, rerun `paperdag stage lookaheadkv:evaluate`
-    there and judge the claims on its new metrics."""
+    """Copy the built repo's pipeline outputs, let `edit(repo)` rewrite what evaluate reads, call the evaluate stage
+    function on them in this process (what `paperdag stage lookaheadkv:evaluate` runs, without a process per case)
+    and judge the claims on its new metrics.json."""
+    import importlib.util
+
+    from paperdag.engine import Item
     from paperdag.engine.claims import evaluate_pipeline
 
-    repo = shutil.copytree(built, dest, symlinks=True)
+    repo = dest
+    shutil.copytree(built / DATA, repo / DATA, symlinks=False)
+    for name in ("pipelines", "stages", "params.yaml"):
+        (shutil.copytree if (built / name).is_dir() else shutil.copy)(built / name, repo / name)
     edit(repo)
-    cli(repo, "stage", "lookaheadkv:evaluate")
+    spec = importlib.util.spec_from_file_location("lookaheadkv_stages", built / "stages/lookaheadkv.py")
+    stages = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = stages  # dataclasses resolve their module's names
+    spec.loader.exec_module(stages)
+    keys = [Item({"replicate": r}) for r in yaml.safe_load((repo / "params.yaml").read_text())["lookaheadkv"]["replicates"]]
+
+    def gather(sub: str, suffix: str, read) -> dict:
+        return {k: read(repo / f"{DATA}/{sub}/{k.replicate}{suffix}") for k in keys}
+
+    js = lambda p: json.loads(p.read_text())  # noqa: E731
+    out = stages.evaluate(stages.EvaluateParams(small_budgets=2), gather("train_stats", ".json", js), gather("lookahead_stats", ".json", js),
+                          gather("predictions", ".parquet", pl.read_parquet), gather("eviction_stats", ".json", js))
+    (repo / f"{DATA}/metrics.json").write_text(json.dumps(out["metrics"]))
     return evaluate_pipeline(repo, "lookaheadkv")
 
 
@@ -184,15 +204,17 @@ def test_cost_claims_read_lookaheadkvs_own_time(held: dict, replaced: dict) -> N
     assert replaced["within_25pct_of_snapkv"]["status"] == "not_held", replaced["within_25pct_of_snapkv"]
 
 
-def test_the_lm_check_fails_train_lm_and_its_claim_reads_every_replicate(repo: Path, tmp_path: Path, params: dict) -> None:
-    """train_lm refuses an LM below min_full_cache_em (the smoke LM learns nothing: at 95 % it fails, naming the
-    key); the claim is the worst full-cache exact match over splits and replicates."""
-    copy = shutil.copytree(repo, tmp_path / "check", symlinks=True)
-    doc = yaml.safe_load((copy / "params.yaml").read_text())
-    doc["lookaheadkv"]["train_lm"]["min_full_cache_em"] = 95.0
-    (copy / "params.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    r = cli(copy, "stage", f"lookaheadkv:train_lm@{params['replicates'][0]}", check=False)
-    assert r.returncode != 0 and "min_full_cache_em" in r.stdout + r.stderr
+def test_the_lm_check_refuses_an_lm_that_cannot_do_the_task(repo: Path, params: dict) -> None:
+    """train_lm's check (methods.lookaheadkv.checked_full_cache_exact_match) refuses the smoke LM, which learns
+    nothing, at 95 %, naming the key; the claim is the worst full-cache exact match over splits and replicates."""
+    from paperdag.lm import load_causal_lm
+    from paperdag.methods.lookaheadkv import checked_full_cache_exact_match
+
+    model, tokenizer = load_causal_lm(repo / f"{DATA}/model/{params['replicates'][0]}")
+    evaluation = pl.read_parquet(repo / f"{DATA}/examples.parquet").filter(pl.col("set") == "eval")
+    with pytest.raises(ValueError, match="min_full_cache_em"):
+        checked_full_cache_exact_match(model, tokenizer, evaluation, 95.0, "smoke")
+    assert set(checked_full_cache_exact_match(model, tokenizer, evaluation, 0.0, "smoke")) == SPLITS
     metrics = json.loads((repo / f"{DATA}/metrics.json").read_text())
     worst = min(v for lm in metrics["lm"].values() for v in lm["full_cache_exact_match"].values())
     assert metrics["headline"]["full_cache_em_min"] <= worst
