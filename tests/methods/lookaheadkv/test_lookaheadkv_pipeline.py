@@ -110,14 +110,16 @@ def _rerun(built: Path, dest: Path, edit) -> dict[str, dict]:
     stages = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = stages  # dataclasses resolve their module's names
     spec.loader.exec_module(stages)
-    keys = [Item({"replicate": r}) for r in yaml.safe_load((repo / "params.yaml").read_text())["lookaheadkv"]["replicates"]]
+    section = yaml.safe_load((repo / "params.yaml").read_text())["lookaheadkv"]
+    keys = [Item({"replicate": r}) for r in section["replicates"]]
 
     def gather(sub: str, suffix: str, read) -> dict:
         return {k: read(repo / f"{DATA}/{sub}/{k.replicate}{suffix}") for k in keys}
 
     js = lambda p: json.loads(p.read_text())  # noqa: E731
-    out = stages.evaluate(stages.EvaluateParams(small_budgets=2), gather("train_stats", ".json", js), gather("lookahead_stats", ".json", js),
-                          gather("predictions", ".parquet", pl.read_parquet), gather("eviction_stats", ".json", js))
+    out = stages.evaluate(stages.EvaluateParams(small_budgets=section["evaluate"]["small_budgets"]), gather("train_stats", ".json", js),
+                          gather("lookahead_stats", ".json", js), gather("predictions", ".parquet", pl.read_parquet),
+                          gather("eviction_stats", ".json", js))
     (repo / f"{DATA}/metrics.json").write_text(json.dumps(out["metrics"]))
     return evaluate_pipeline(repo, "lookaheadkv")
 
