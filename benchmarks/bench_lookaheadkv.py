@@ -1,11 +1,17 @@
-"""Benchmark the eviction cost of LookaheadKV against SnapKV and the draft-based method, in one process: the time
-from prompt ids to the evicted cache (prefill + scoring + eviction) of each method, and the overhead over a plain
-prefill (lookaheadkv.md: LKV's overhead >= 5x lower than the draft method's; LKV's time within 25% of SnapKV's).
+"""Benchmark the eviction cost of LookaheadKV against SnapKV, H2O and the draft-based method as the prompt grows: the
+time from prompt ids to the evicted cache (prefill + scoring + eviction) of each method, per budget fraction of T,
+on one replicate's trained model and lookahead module (lookaheadkv.md: LKV's time within 25 % of SnapKV's, the
+draft method's >= 5x LKV's).
 
-Every method goes through the same `prepare` call on the same batches of evaluation prompts; runs are interleaved
-(shuffled order per repeat) and the fastest of --repeats counts.
+Prompts are the replicate's evaluation prompts (T of the pipeline) and, for longer T, random sequences of the
+model's own vocabulary (the cost of prefill and scoring does not depend on what the tokens say). Every method goes
+through the same `prepare` call; runs are interleaved and the fastest of --repeats counts (paperdag.timing).
 
-    .venv/bin/python benchmarks/bench_lookaheadkv.py     # writes benchmarks/results/lookaheadkv.json, prints a table
+    .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths 256 512 1024   # writes benchmarks/results/lookaheadkv.json
+    .venv/bin/python benchmarks/bench_lookaheadkv.py --untrained --lengths 256 512   # no pipeline outputs needed
+
+--untrained times a tiny Llama of params.yaml's train_lm sizes and a lookahead module of train_lookahead's n_tokens,
+both freshly initialised (seed 0), on random prompts only: what prefill and scoring cost does not depend on training.
 """
 
 from __future__ import annotations
@@ -13,75 +19,74 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import random
-import time
 from pathlib import Path
 
 import polars as pl
 import torch
+import yaml
 
-from paperdag.lm import load_causal_lm
-from paperdag.methods.lookaheadkv import LookaheadKV, Setting, attach, prepare
+from paperdag.lm import load_causal_lm, tiny_causal_lm, tiny_llama_config
+from paperdag.methods.lookaheadkv import LookaheadKV, Setting, attach, budget_tokens, prepare
+from paperdag.timing import best_of_interleaved
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "lookaheadkv.json"
 DATA = ROOT / "data" / "lookaheadkv"
-METHODS = ("full", "snapkv", "lookahead", "draft")
+METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(DATA), help="the pipeline's outputs (model/, lookahead/, targets.parquet)")
-    ap.add_argument("--budget", type=int, default=16, help="per-head token budget C")
-    ap.add_argument("--batch-size", type=int, default=60, help="prompts per prepare call")
+    ap.add_argument("--data", default=str(DATA), help="the pipeline's outputs (model/<r>/, lookahead/<r>/, targets/<r>.parquet)")
+    ap.add_argument("--replicate", default="0", help="which replicate's model and lookahead module")
+    ap.add_argument("--lengths", type=int, nargs="*", default=[256, 512], help="prompt lengths T beyond the pipeline's")
+    ap.add_argument("--budgets", type=float, nargs="+", default=[0.0625, 0.125, 0.25], help="per-head budgets as fractions of T")
+    ap.add_argument("--batch-size", type=int, default=32, help="prompts per prepare call")
+    ap.add_argument("--window", type=int, default=8, help="SnapKV window w (and the draft method's SnapKV cache)")
     ap.add_argument("--draft-tokens", type=int, default=4, help="draft length of the draft-based method")
     ap.add_argument("--repeats", type=int, default=5, help="interleaved runs per method; the fastest counts")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--untrained", action="store_true", help="a fresh model of params.yaml's sizes, random prompts only")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    data = Path(args.data)
-    if not (data / "model").is_dir() or not (data / "lookahead").is_dir():
-        raise SystemExit(f"{data} lacks model/ or lookahead/: run `dvc repro lookaheadkv-train_lookahead` first")
-    model, _ = load_causal_lm(data / "model", attn_implementation="eager")
-    module = LookaheadKV.load(data / "lookahead")
-    attach(model, module)
-    setting = Setting(draft_tokens=args.draft_tokens, lookahead=module)
-    table = pl.read_parquet(data / "targets.parquet").filter(pl.col("set") == "eval")
-    batches = []
-    for (split,), group in sorted(table.group_by("split"), key=lambda kv: kv[0]):
-        prompts = group["prompt_ids"].to_list()
-        by_length = [p for p in prompts if len(p) == len(prompts[0])]
-        batches.append((split, torch.tensor(by_length[: args.batch_size])))
-    best: dict[str, float] = {}
-    order = list(METHODS)
-    examples = sum(b.shape[0] for _, b in batches)
-    for rep in range(args.repeats):
-        random.Random(rep).shuffle(order)
-        for method in order:
-            start = time.perf_counter()
-            for _, ids in batches:
-                prepare(method, model, ids, args.budget, setting)
-            seconds = time.perf_counter() - start
-            best[method] = min(best.get(method, float("inf")), seconds)
-    ms = {m: 1000 * s / examples for m, s in best.items()}
-    overhead = {m: ms[m] - ms["full"] for m in METHODS if m != "full"}
-    result = {
-        "examples": examples, "prompt_lengths": {s: b.shape[1] for s, b in batches}, "budget": args.budget,
-        "lookahead_tokens": module.n_tokens, "draft_tokens": args.draft_tokens, "threads": args.threads,
-        "repeats": args.repeats, "machine": platform.platform(),
-        "ms_per_example": ms, "overhead_ms_per_example": overhead,
-        "overhead_ratio_draft_over_lkv": overhead["draft"] / overhead["lookahead"],
-        "ttft_ratio_lkv_over_snapkv": ms["lookahead"] / ms["snapkv"],
-        "ttft_ratio_lkv_over_full": ms["lookahead"] / ms["full"],
-        "targets": "draft overhead / LKV overhead >= 5; LKV time / SnapKV time <= 1.25",
-    }
+    data, r = Path(args.data), args.replicate
+    prompts: dict[int, torch.Tensor] = {}
+    if args.untrained:
+        p = yaml.safe_load((ROOT / "params.yaml").read_text())["lookaheadkv"]
+        lm = p["train_lm"]
+        torch.manual_seed(0)
+        model = tiny_causal_lm(tiny_llama_config(512, lm["hidden_size"], lm["num_layers"], lm["num_heads"], lm["num_kv_heads"],
+                                                 lm["intermediate_size"], max_position_embeddings=max([1024, *args.lengths])))
+        module, vocab = LookaheadKV.for_model(model, p["train_lookahead"]["n_tokens"], 8, 32.0), 512
+    else:
+        if not (data / "model" / r).is_dir() or not (data / "lookahead" / r).is_dir():
+            raise SystemExit(f"{data} lacks model/{r}/ or lookahead/{r}/: run `dvc repro lookaheadkv-train_lookahead` first")
+        model, tokenizer = load_causal_lm(data / "model" / r)
+        module, vocab = LookaheadKV.load(data / "lookahead" / r), len(tokenizer)
+        table = pl.read_parquet(data / "targets" / f"{r}.parquet").filter(pl.col("set") == "eval")
+        prompts[len(table["prompt_ids"][0])] = torch.tensor(table["prompt_ids"].to_list()[: args.batch_size])
+    attach(model.eval(), module)
+    setting = Setting(window=args.window, kernel=7, draft_tokens=args.draft_tokens, lookahead=module)
+    draw = torch.Generator().manual_seed(0)
+    for t in args.lengths:
+        prompts[t] = torch.randint(3, vocab, (args.batch_size, t), generator=draw)
+    rows = []
+    for t, ids in sorted(prompts.items()):
+        for budget in budget_tokens(args.budgets, t):
+            if budget <= args.window:
+                continue
+            calls = [lambda m=m, ids=ids, b=budget: prepare(m, model, ids, b, setting) for m in METHODS]
+            _, best = best_of_interleaved(calls, args.repeats)
+            ms = {m: 1000 * s / ids.shape[0] for m, s in zip(METHODS, best, strict=True)}
+            rows.append({"prompt_tokens": t, "budget": budget, "ms_per_example": ms, "lkv_over_snapkv": ms["lookahead"] / ms["snapkv"],
+                         "draft_over_lkv": ms["draft"] / ms["lookahead"], "lkv_over_full": ms["lookahead"] / ms["full"]})
+            print(f"T={t:5d} C={budget:4d}  " + "  ".join(f"{m} {v:7.3f}" for m, v in ms.items())
+                  + f"  LKV/SnapKV {rows[-1]['lkv_over_snapkv']:.2f}  draft/LKV {rows[-1]['draft_over_lkv']:.2f}", flush=True)
+    result = {"replicate": "untrained" if args.untrained else r, "lookahead_tokens": module.n_tokens, "draft_tokens": args.draft_tokens,
+              "window": args.window, "batch_size": args.batch_size, "threads": args.threads, "repeats": args.repeats,
+              "machine": platform.platform(), "rows": rows, "targets": "LKV time / SnapKV time <= 1.25; draft time / LKV time >= 5"}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{'method':<10} {'ms/example':>11} {'overhead ms':>12}")
-    for m in METHODS:
-        print(f"{m:<10} {ms[m]:>11.3f} {overhead.get(m, 0.0):>12.3f}")
-    print(f"draft overhead / LKV overhead = {result['overhead_ratio_draft_over_lkv']:.2f}; "
-          f"LKV / SnapKV time = {result['ttft_ratio_lkv_over_snapkv']:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Glue between the paperdag engine and the lookaheadkv method: synthesize -> train_lm -> targets -> train_lookahead
--> infer -> evaluate. The eviction rules, the lookahead module, s_GT and the comparison protocol live in
+"""Glue between the paperdag engine and the lookaheadkv method: synthesize -> train_lm (with its targets) ->
+train_lookahead -> infer -> evaluate. The eviction rules, the lookahead module, s_GT and the comparison protocol live in
 paperdag.methods.lookaheadkv, the tiny LM's lifecycle in paperdag.lm: these functions read inputs and call them."""
 
 from __future__ import annotations
@@ -8,99 +8,89 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import polars as pl
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
+from paperdag.engine import Item
+from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.lookaheadkv import (Kind, accuracy_vs_budget, encode, exact_match_table, headline, make_rows,
-                                          vocabulary_text)
+from paperdag.methods.lookaheadkv import QUESTION_TOKENS, Kind, TaskSizes, encode, make_rows, vocabulary_text
 
 # torch and the code that needs it are imported inside the stage functions: importing this module stays cheap
 # (tests/engine/test_imports.py).
-
-# ---------------------------------------------------------------- synthesize
-
 
 @dataclass(frozen=True)
 class SynthesizeParams:
     keys: PositiveInt
     values: PositiveInt
+    fillers: PositiveInt
     pairs: PositiveInt
     min_train_pairs: Annotated[int, Field(ge=2)]  # at most `pairs`
+    value_tokens: PositiveInt
+    prompt_tokens: PositiveInt  # T of the lookahead, validation and evaluation prompts (bos and question included)
+    train_contexts: Annotated[list[PositiveInt], Field(min_length=1)]  # context lengths (tokens) of the LM's training rows
     lm_examples: PositiveInt
     drill_examples: NonNegativeInt
     drill_queries: PositiveInt
     lookahead_examples: PositiveInt
+    validation_examples: PositiveInt
     eval_examples: PositiveInt
     seed: int
 
     def __post_init__(self) -> None:
         if self.min_train_pairs > self.pairs:
             raise ValueError("min_train_pairs", f"must lie in [2, pairs = {self.pairs}]; got {self.min_train_pairs}")
+        if max(self.train_contexts) > self.context_tokens:
+            raise ValueError("train_contexts", f"must not exceed the evaluation context, prompt_tokens - {1 + QUESTION_TOKENS} = "
+                                               f"{self.context_tokens}; got {self.train_contexts}")
+
+    @property
+    def context_tokens(self) -> int:
+        return self.prompt_tokens - 1 - QUESTION_TOKENS  # bos and `? kq :`
 
 
 def synthesize(params: SynthesizeParams) -> dict[str, object]:
     """Every example of every set (methods.lookaheadkv.data.make_rows), with a row id."""
     p = params
-    rows = make_rows(p.keys, p.values, p.pairs, p.min_train_pairs, p.lm_examples, p.drill_examples, p.drill_queries,
-                     p.lookahead_examples, p.eval_examples, random.Random(p.seed))
+    sizes = TaskSizes(p.keys, p.values, p.fillers, p.pairs, p.value_tokens, p.context_tokens)
+    rows = make_rows(sizes, p.min_train_pairs, p.train_contexts, p.lm_examples, p.drill_examples, p.drill_queries,
+                     p.lookahead_examples, p.validation_examples, p.eval_examples, random.Random(p.seed))
     return {"examples": pl.DataFrame(rows).with_row_index("row")}
-
-
-# ---------------------------------------------------------------- train_lm
 
 
 @dataclass(frozen=True)
 class TrainLMParams(TinyLMConfig):
-    curriculum: Annotated[list[PositiveInt], Field(min_length=1)]  # per phase, its largest context (pairs)
+    curriculum: Annotated[list[PositiveInt], Field(min_length=1)]  # per phase, its largest context (tokens)
     mixture: dict[Kind, NonNegativeFloat]
+    min_full_cache_em: Annotated[float, Field(ge=0, le=100)]  # the check: every split's full-cache exact match (percent)
+    targets_batch_size: PositiveInt  # rows per forward pass of the targets (greedy responses, s_GT)
 
 
 def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]:
-    """A tiny Llama (or model_path's checkpoint) trained with a full cache on the LM rows, in curriculum phases of
-    growing context size (methods.lookaheadkv.train_curriculum); its full-cache exact match on the evaluation rows."""
+    """One replicate's tiny Llama (or model_path's checkpoint) trained with a full cache on the LM rows, in curriculum
+    phases of growing context (methods.lookaheadkv.train_curriculum); its full-cache exact match on the evaluation
+    rows, which must reach min_full_cache_em on every split (else the comparison of evictions means nothing). Then
+    the frozen LM's targets for the lookahead-training, validation and evaluation rows: its greedy response and s_GT
+    (layers, heads, prompt positions; methods.lookaheadkv.scores.ground_truth_importance)."""
     from paperdag.lm import build_or_load, checkpoint_writer, lm_stats
-    from paperdag.methods.lookaheadkv import full_cache_exact_match, train_curriculum
+    from paperdag.methods.lookaheadkv import checked_full_cache_exact_match, train_curriculum
+    from paperdag.methods.lookaheadkv import targets as make_targets
 
     start = time.perf_counter()
     texts = vocabulary_text(examples["prompt"].to_list() + examples["response"].to_list())
-    model, tokenizer = build_or_load(params, texts, add_bos=True, model_max_length=4096, max_positions=lambda tok: max(
+    model, tokenizer = build_or_load(params, texts, add_bos=True, model_max_length=8192, max_positions=lambda tok: max(
         256, max(len(p) + len(r) for p, r in (encode(tok, row) for row in examples.iter_rows(named=True))) + 64))
     history = train_curriculum(model, tokenizer, examples.filter(pl.col("set") == "lm"), params.curriculum, params.mixture, params)
     train_seconds = time.perf_counter() - start
-    stats = {"full_cache_exact_match": full_cache_exact_match(model, tokenizer, examples.filter(pl.col("set") == "eval")),
-             **lm_stats(model, tokenizer, params, history, train_seconds)}
-    return {"model": checkpoint_writer(model, tokenizer), "train_stats": stats}
-
-
-# ---------------------------------------------------------------- targets
-
-
-@dataclass(frozen=True)
-class TargetsParams:
-    max_new_tokens: PositiveInt
-    batch_size: PositiveInt
-    threads: PositiveInt
-
-
-def targets(params: TargetsParams, model: Path, examples: pl.DataFrame) -> dict[str, object]:
-    """For the lookahead-training and evaluation rows: the frozen model's greedy response (full cache) and s_GT
-    (layers, heads, prompt positions; methods.lookaheadkv.scores.ground_truth_importance)."""
-    import torch
-
-    from paperdag.lm import load_causal_lm
-    from paperdag.methods.lookaheadkv import targets as make_targets
-
-    torch.set_num_threads(params.threads)
-    lm, tokenizer = load_causal_lm(model, attn_implementation="eager")
-    table = examples.filter(pl.col("set").is_in(["lookahead", "eval"]))
-    out, importance = make_targets(lm, tokenizer, table, params.max_new_tokens, params.batch_size)
-    return {"targets": out, "importance": importance}
-
-
-# ---------------------------------------------------------------- train_lookahead
+    em = checked_full_cache_exact_match(model, tokenizer, examples.filter(pl.col("set") == "eval"), params.min_full_cache_em,
+                                        f"lookaheadkv train_lm (seed {params.seed})")
+    stats = {"full_cache_exact_match": em, **lm_stats(model, tokenizer, params, history, train_seconds)}
+    table = examples.filter(pl.col("set").is_in(["lookahead", "validation", "eval"]))
+    longest = max(len(encode(tokenizer, r)[1]) for r in table.iter_rows(named=True))
+    targets, importance = make_targets(model, tokenizer, table, longest + 1, params.targets_batch_size)
+    return {"model": checkpoint_writer(model, tokenizer), "train_stats": stats, "targets": targets, "importance": importance}
 
 
 @dataclass(frozen=True)
@@ -125,7 +115,7 @@ def train_lookahead(params: TrainLookaheadParams, model: Path, targets: pl.DataF
     from paperdag.methods.lookaheadkv import LookaheadKV, attach, fit_lookahead
 
     torch.set_num_threads(params.threads)
-    lm, _ = load_causal_lm(model, attn_implementation="eager")
+    lm, _ = load_causal_lm(model)
     torch.manual_seed(params.seed)
     module = LookaheadKV.for_model(lm, params.n_tokens, params.rank, params.alpha)
     attach(lm, module)
@@ -135,42 +125,41 @@ def train_lookahead(params: TrainLookaheadParams, model: Path, targets: pl.DataF
     return {"lookahead": module.save, "lookahead_stats": stats}
 
 
-# ---------------------------------------------------------------- infer
-
-
 @dataclass(frozen=True)
 class InferParams:
-    budgets: Annotated[list[PositiveInt], Field(min_length=1)]  # per-head token budgets C
+    budgets: Annotated[list[PositiveFraction], Field(min_length=1)]  # per-head budgets C as fractions of the prompt length T
     recent: NonNegativeInt
     sinks: NonNegativeInt
-    window: PositiveInt
-    kernel: PositiveInt
+    h2o_recent: Fraction
+    windows: Annotated[list[PositiveInt], Field(min_length=1)]  # SnapKV's tuning sweep: observation windows w ...
+    kernels: Annotated[list[PositiveInt], Field(min_length=1)]  # ... and pooling kernels
+    pooling: Literal["avgpool", "maxpool"]
     draft_tokens: PositiveInt
     max_new_tokens: PositiveInt
     batch_size: PositiveInt
+    timing_repeats: PositiveInt
     threads: PositiveInt
 
 
 def infer(params: InferParams, model: Path, lookahead: Path, targets: pl.DataFrame, importance: dict) -> dict[str, object]:
-    """Every method at every per-head budget on the evaluation rows, in one run (methods.lookaheadkv.compare): exact
-    match, overlap of the kept positions with the oracle's, the wall time of building each evicted cache."""
+    """One replicate: SnapKV's window and kernel tuned per budget on the validation rows, then every method at every
+    per-head budget on the evaluation rows (methods.lookaheadkv.compare): exact match, overlap of the kept positions
+    with the oracle's, each method's time to the evicted cache per budget (C < T)."""
     import torch
 
     from paperdag.lm import load_causal_lm
-    from paperdag.methods.lookaheadkv import LookaheadKV, Setting, attach, compare
+    from paperdag.methods.lookaheadkv import LookaheadKV, Setting, attach, tuned_comparison
 
     torch.set_num_threads(params.threads)
-    lm, tokenizer = load_causal_lm(model, attn_implementation="eager")
+    lm, tokenizer = load_causal_lm(model)
     module = LookaheadKV.load(lookahead)
     attach(lm, module)
-    setting = Setting(recent=params.recent, sinks=params.sinks, window=params.window, kernel=params.kernel,
-                      draft_tokens=params.draft_tokens, lookahead=module)
-    predictions, timing = compare(lm, tokenizer, setting, targets.filter(pl.col("set") == "eval"), importance, params.budgets,
-                                  params.max_new_tokens, params.batch_size)
-    return {"predictions": predictions, "eviction_stats": {"runs": timing, "threads": params.threads}}
-
-
-# ---------------------------------------------------------------- evaluate
+    p = params
+    setting = Setting(recent=p.recent, sinks=p.sinks, h2o_recent=p.h2o_recent, pooling=p.pooling, draft_tokens=p.draft_tokens,
+                      lookahead=module)
+    predictions, stats = tuned_comparison(lm, tokenizer, setting, targets, importance, p.budgets, p.windows, p.kernels,
+                                          p.max_new_tokens, p.batch_size, p.timing_repeats)
+    return {"predictions": predictions, "eviction_stats": {**stats, "threads": p.threads}}
 
 
 @dataclass(frozen=True)
@@ -178,11 +167,12 @@ class EvaluateParams:
     small_budgets: PositiveInt  # the claims' "small budgets": this many of the smallest budgets
 
 
-def evaluate(params: EvaluateParams, train_stats: dict, lookahead_stats: dict, predictions: pl.DataFrame,
-             eviction_stats: dict) -> dict[str, object]:
-    """Exact match per split, budget and method; overlap with the oracle's kept set; eviction cost per method from
-    the same infer run; the headline (the numbers pipelines/lookaheadkv.yaml's claims read) and the accuracy-vs-budget plot."""
-    table = exact_match_table(predictions)
-    metrics = {"headline": headline(table, eviction_stats["runs"], params.small_budgets, lookahead_stats),
-               "table": list(table.iter_rows(named=True)), "lm": {k: v for k, v in train_stats.items() if k != "loss"}}
-    return {"metrics": metrics, "accuracy_vs_budget": accuracy_vs_budget(table)}
+def evaluate(params: EvaluateParams, train_stats: dict[Item, dict], lookahead_stats: dict[Item, dict],
+             predictions: dict[Item, pl.DataFrame], eviction_stats: dict[Item, dict]) -> dict[str, object]:
+    """Per replicate: exact match per split, budget and method, overlap with the oracle's kept set, eviction cost
+    per budget; over replicates the headline (paired intervals of LookaheadKV - tuned SnapKV, intervals of the cost
+    ratios: what pipelines/lookaheadkv.yaml's claims read) and the accuracy-vs-budget plot of the means."""
+    from paperdag.methods.lookaheadkv import accuracy_vs_budget, over_replicates
+
+    metrics = over_replicates(train_stats, lookahead_stats, predictions, eviction_stats, params.small_budgets)
+    return {"metrics": metrics, "accuracy_vs_budget": accuracy_vs_budget(metrics["headline"]["exact_match_mean"])}

@@ -6,58 +6,41 @@ import pytest
 import torch
 
 from paperdag.methods.lookaheadkv import (
-    h2o_scores,
+    h2o_keep,
     kl_per_layer_head,
     kv_head_scores,
     overlap,
-    rows_after_prompt,
-    snapkv_scores,
+    pool,
+    snapkv_keep,
     streaming_keep,
     top_c,
 )
 
-# one example, one head, 5 prompt positions; row i attends to positions <= i (a causal map)
-A = torch.tensor([[
-    [1.0, 0.0, 0.0, 0.0, 0.0],
-    [0.5, 0.5, 0.0, 0.0, 0.0],
-    [0.2, 0.2, 0.6, 0.0, 0.0],
-    [0.1, 0.7, 0.1, 0.1, 0.0],
-    [0.1, 0.1, 0.1, 0.1, 0.6],
-]])[None]  # (1, 1, 5, 5)
+
+def test_snapkv_scores_only_the_prefix_and_keeps_its_whole_window() -> None:
+    """SnapKV: the window's votes for the prefix (positions before the last w) pick the top C - w there; the w
+    window positions are always kept, however low their own votes; C = w is refused (the paper needs C > w)."""
+    votes = torch.tensor([[[0.1, 5.0, 0.2, 3.0, 0.0, 9.0, 9.0, 0.0, 0.0]]])  # (1, 1, 9): 9s at window-ish positions
+    keep = snapkv_keep(votes, budget=5, window=3, kernel=1)  # prefix 0..5, window 6, 7, 8
+    assert keep.tolist() == [[[1, 5, 6, 7, 8]]]
+    with pytest.raises(ValueError, match="above its window"):
+        snapkv_keep(votes, budget=3, window=3, kernel=1)
+    assert snapkv_keep(votes, budget=20, window=3, kernel=1).tolist() == [[list(range(9))]]
 
 
-def test_h2o_accumulates_the_attention_each_position_received() -> None:
-    """H2O's score of position j is the column sum over every prompt row; top-2 are the two heaviest columns."""
-    scores = h2o_scores(A, 5)
-    assert torch.allclose(scores[0, 0], torch.tensor([1.9, 1.5, 0.8, 0.2, 0.6]))
-    assert top_c(scores, 2).tolist() == [[[0, 1]]]
+def test_snapkv_pooling_clusters_the_votes() -> None:
+    """Pooling over a kernel spreads a vote to its neighbours: average (the official default) and max."""
+    votes = torch.tensor([[[0.0, 3.0, 0.0, 0.0, 0.0]]])
+    assert torch.allclose(pool(votes, 3, "avgpool")[0, 0], torch.tensor([1.5, 1.0, 1.0, 0.0, 0.0]))
+    assert torch.allclose(pool(votes, 3, "maxpool")[0, 0], torch.tensor([3.0, 3.0, 3.0, 0.0, 0.0]))
+    assert torch.equal(pool(votes, 1), votes)
 
 
-def test_snapkv_uses_the_observation_window_and_pools() -> None:
-    """SnapKV averages the last w rows (w = 2: rows 3 and 4), then max-pools over the kernel's neighbours."""
-    votes = snapkv_scores(A, 5, window=2, kernel=1)
-    assert torch.allclose(votes[0, 0], torch.tensor([0.1, 0.4, 0.1, 0.1, 0.3]))
-    pooled = snapkv_scores(A, 5, window=2, kernel=3)
-    assert torch.allclose(pooled[0, 0], torch.tensor([0.4, 0.4, 0.4, 0.3, 0.3]))
-    assert top_c(votes, 2).tolist() == [[[1, 4]]]
-
-
-def test_rows_after_prompt_average_only_real_rows() -> None:
-    """Lookahead / draft / response rows: mean over the rows after the prompt of their attention to prompt columns;
-    a padded row (weight 0) is left out."""
-    attn = torch.zeros(1, 1, 5, 5)
-    attn[0, 0, 3] = torch.tensor([0.6, 0.2, 0.0, 0.2, 0.0])
-    attn[0, 0, 4] = torch.tensor([0.0, 0.8, 0.0, 0.1, 0.1])
-    assert torch.allclose(rows_after_prompt(attn, 3)[0, 0], torch.tensor([0.3, 0.5, 0.0]))
-    assert torch.allclose(rows_after_prompt(attn, 3, torch.tensor([[1, 0]]))[0, 0], torch.tensor([0.6, 0.2, 0.0]))
-
-
-def test_rows_run_on_a_cache_are_all_after_the_prompt() -> None:
-    """Draft tokens run on the prompt's cache give (B, H, m, T + m) maps: every one of the m rows counts."""
-    attn = torch.zeros(1, 1, 2, 5)  # 2 draft rows over 3 prompt + 2 draft keys
-    attn[0, 0, 0] = torch.tensor([0.6, 0.2, 0.0, 0.2, 0.0])
-    attn[0, 0, 1] = torch.tensor([0.0, 0.8, 0.0, 0.1, 0.1])
-    assert torch.allclose(rows_after_prompt(attn, 3)[0, 0], torch.tensor([0.3, 0.5, 0.0]))
+def test_h2o_keeps_heavy_hitters_and_a_recent_window() -> None:
+    """H2O: half the budget the most recent positions, half the heaviest accumulated-attention positions before them."""
+    acc = torch.tensor([[[9.0, 1.0, 8.0, 2.0, 7.0, 0.0, 0.0, 0.0]]])  # (1, 1, 8)
+    assert h2o_keep(acc, 4).tolist() == [[[0, 2, 6, 7]]]
+    assert h2o_keep(acc, 4, recent_fraction=0.25).tolist() == [[[0, 2, 4, 7]]]
 
 
 def test_top_c_forces_the_recent_window_and_keeps_budget_tokens_per_head() -> None:

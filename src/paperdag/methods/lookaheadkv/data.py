@@ -1,14 +1,15 @@
-"""Long-context key-value retrieval tasks in three splits (lookaheadkv.md, "synthesize").
+"""Long-context key-value retrieval tasks in two splits (lookaheadkv.md, "synthesize").
 
-A context is a list of pairs `key value1 value2 ;` with distinct keys; every key and value symbol is one word, so
-one token once the tokenizer has learned the words. The splits differ only in where the question stands:
+A context is `pairs` records `key v1 .. vm ;` with distinct keys and distinct value symbols (so each value token
+appears once), the records separated by spans of filler words drawn from a filler vocabulary: the filler makes the
+prompt T tokens long while the lookup stays 8-16 pairs. Every key, value and filler symbol is one word, so one
+token once the tokenizer has learned the words; a prompt therefore has exactly `prompt_tokens` tokens (with bos).
 
-    question_after   <pairs> ? kq :             -> v1 v2          the last prompt token already retrieves (SnapKV-friendly)
-    question_before  ? kq : <pairs>             -> kq v1 v2       the prompt's suffix is list text: it carries no information
-    two_hop          <pairs with `ka kb ;`> & ka :  -> kb v1 v2   the second key kb appears only in ka's value
+    question_after   <context> ? kq :        -> kq v1 .. vm     the prompt's last tokens already name the key (SnapKV-friendly)
+    question_before  ? kq : <context>        -> kq v1 .. vm     the prompt's suffix is list and filler text: no information
 
-The answer's value tokens are generated after the prompt's KV cache has been evicted: a method that dropped the pair
-the answer lives in cannot produce it.
+The answer's value tokens are generated after the prompt's KV cache has been evicted: a method that dropped the
+record the answer lives in cannot produce it. (The spec's third split, two-hop lookup, is left out: see README.)
 """
 
 from __future__ import annotations
@@ -17,26 +18,41 @@ import random
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-SPLITS = ("question_after", "question_before", "two_hop")
-Kind = Literal["question_after", "question_before", "two_hop", "drill"]  # an LM training row's kind (a mixture key)
+SPLITS = ("question_after", "question_before")
+Kind = Literal["question_after", "question_before", "drill"]  # an LM training row's kind (a mixture key)
 KINDS: tuple[str, ...] = get_args(Kind)
 # the eviction methods compared (eviction.prepare runs each); here, without torch, for the stages that only read results
 METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
+QUESTION_TOKENS = 3  # `? kq :`
+SETS = ("lm", "lookahead", "validation", "eval")  # LM training, lookahead training, SnapKV tuning, evaluation
 
 
 @dataclass(frozen=True)
 class TaskSizes:
     keys: int  # key symbols kaa, kab, ... (at most 676); a context draws `pairs` distinct ones
-    values: int  # value symbols vaa, vab, ... (at most 676); a value is two of them
-    pairs: int  # pairs per context
+    values: int  # value symbols vaa, vab, ... (at most 676); a context draws pairs x value_tokens distinct ones
+    fillers: int  # filler symbols faa, fab, ... (at most 676)
+    pairs: int  # records per context
+    value_tokens: int  # value symbols per record (the answer's length, without its key)
+    context_tokens: int  # tokens of the context: the records' plus filler
 
     def __post_init__(self) -> None:
         if self.pairs < 2:
-            raise ValueError(f"pairs must be at least 2 (two_hop needs a link pair and its target); got {self.pairs}")
-        if not 0 < self.values <= 676 or self.keys > 676:
-            raise ValueError(f"keys and values are two-letter symbols: at most 676 each; got {self.keys}, {self.values}")
-        if self.keys < self.pairs + 1:
-            raise ValueError(f"keys ({self.keys}) must exceed pairs ({self.pairs}): keys in one context are distinct")
+            raise ValueError(f"pairs must be at least 2; got {self.pairs}")
+        if max(self.keys, self.values, self.fillers) > 676 or min(self.values, self.fillers) < 1:
+            raise ValueError("keys, values and fillers are two-letter symbols: 1..676 each; "
+                             f"got {self.keys}, {self.values}, {self.fillers}")
+        if self.keys < self.pairs:
+            raise ValueError(f"keys ({self.keys}) must be at least pairs ({self.pairs}): keys in one context are distinct")
+        if self.values < self.pairs * self.value_tokens:
+            raise ValueError(f"values ({self.values}) must be at least pairs x value_tokens = {self.pairs * self.value_tokens}: "
+                             "value symbols in one context are distinct")
+        if self.context_tokens < self.record_tokens * self.pairs:
+            raise ValueError(f"context_tokens ({self.context_tokens}) cannot hold {self.pairs} records of {self.record_tokens} tokens")
+
+    @property
+    def record_tokens(self) -> int:
+        return self.value_tokens + 2  # key, values, `;`
 
 
 def _letters(i: int) -> str:
@@ -52,29 +68,44 @@ def value_word(i: int) -> str:
     return "v" + _letters(i)
 
 
+def filler_word(i: int) -> str:
+    return "f" + _letters(i)
+
+
 def vocabulary_text(texts: list[str], repeats: int = 4) -> list[str]:
     """Every distinct word of `texts`, space-prefixed, `repeats` times: what a byte-level BPE tokenizer needs to learn
-    each key and value symbol as one token (prompts are encoded with a leading space, see encode)."""
+    each symbol as one token (prompts are encoded with a leading space, see encode)."""
     words = sorted({w for text in texts for w in text.split()})
     return [" " + " ".join(words)] * repeats
+
+
+def _context(sizes: TaskSizes, rng: random.Random) -> tuple[list[str], list[list[str]], str]:
+    """Keys, their value lists, and the context text: the records in order, filler spans of random lengths between
+    and around them (a uniformly random composition of the filler count), every token one word."""
+    keys = [key_word(i) for i in rng.sample(range(sizes.keys), sizes.pairs)]
+    symbols = [value_word(i) for i in rng.sample(range(sizes.values), sizes.pairs * sizes.value_tokens)]
+    values = [symbols[i * sizes.value_tokens : (i + 1) * sizes.value_tokens] for i in range(sizes.pairs)]
+    filler = sizes.context_tokens - sizes.record_tokens * sizes.pairs
+    cuts = sorted(rng.randint(0, filler) for _ in range(sizes.pairs))  # pairs + 1 gaps summing to `filler`
+    gaps = [b - a for a, b in zip([0, *cuts], [*cuts, filler], strict=True)]
+    words: list[str] = []
+    for i in range(sizes.pairs + 1):
+        words += [filler_word(rng.randrange(sizes.fillers)) for _ in range(gaps[i])]
+        if i < sizes.pairs:
+            words += [keys[i], *values[i], ";"]
+    return keys, values, " ".join(words)
 
 
 def make_example(split: str, sizes: TaskSizes, rng: random.Random) -> dict[str, str]:
     """One example of `split`: prompt text, gold response text (without eos), the queried key."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
-    keys = [key_word(i) for i in rng.sample(range(sizes.keys), sizes.pairs + (split == "two_hop"))]
-    values = [(value_word(rng.randrange(sizes.values)), value_word(rng.randrange(sizes.values))) for _ in range(sizes.pairs)]
-    pairs = [f"{k} {a} {b} ;" for k, (a, b) in zip(keys, values)]
+    keys, values, context = _context(sizes, rng)
     q = rng.randrange(sizes.pairs)
-    query, (a, b) = keys[q], values[q]
+    response = " ".join([keys[q], *values[q]])
     if split == "question_after":
-        return {"prompt": " ".join(pairs) + f" ? {query} :", "response": f"{a} {b}", "query": query}
-    if split == "question_before":
-        return {"prompt": f"? {query} : " + " ".join(pairs), "response": f"{query} {a} {b}", "query": query}
-    link = keys[-1]  # a key of its own whose value is the queried pair's key: `link query ;`
-    pairs.insert(rng.randrange(len(pairs) + 1), f"{link} {query} ;")
-    return {"prompt": " ".join(pairs) + f" & {link} :", "response": f"{query} {a} {b}", "query": link}
+        return {"prompt": f"{context} ? {keys[q]} :", "response": response, "query": keys[q]}
+    return {"prompt": f"? {keys[q]} : {context}", "response": response, "query": keys[q]}
 
 
 def encode(tokenizer, example: dict[str, str]) -> tuple[list[int], list[int]]:
@@ -85,28 +116,30 @@ def encode(tokenizer, example: dict[str, str]) -> tuple[list[int], list[int]]:
 
 
 def make_drill(sizes: TaskSizes, rng: random.Random, queries: int) -> dict[str, str]:
-    """A language-model training example only (not a split): the pair list, then `queries` pairs recalled in
-    random order (`? k v1 v2 ; k' v1' v2' ; ...`). Many retrievals per context give the tiny model a dense signal
-    for learning to look pairs up (multi-query associative recall); the key it recalls is unpredictable, its value
-    is not."""
-    keys = [key_word(i) for i in rng.sample(range(sizes.keys), sizes.pairs)]
-    values = [(value_word(rng.randrange(sizes.values)), value_word(rng.randrange(sizes.values))) for _ in range(sizes.pairs)]
-    pairs = [f"{k} {a} {b} ;" for k, (a, b) in zip(keys, values)]
+    """A language-model training example only (not a split): the context, then `queries` records recalled in random
+    order (`? k v .. ; k' v' .. ; ...`). Many retrievals per context give the tiny model a dense signal for learning
+    to look records up (multi-query associative recall); the key it recalls is unpredictable, its values are not."""
+    keys, values, context = _context(sizes, rng)
     asked = rng.sample(range(sizes.pairs), min(queries, sizes.pairs))
-    return {"prompt": " ".join(pairs) + " ?", "response": " ".join(pairs[i] for i in asked), "query": ""}
+    return {"prompt": f"{context} ?", "response": " ; ".join(" ".join([keys[i], *values[i]]) for i in asked), "query": ""}
 
 
-def make_rows(keys: int, values: int, pairs: int, min_train_pairs: int, lm_examples: int, drill_examples: int,
-              drill_queries: int, lookahead_examples: int, eval_examples: int, rng: random.Random) -> list[dict]:
-    """Every example of every set: the LM's training rows (splits and recall drills, contexts of min_train_pairs to
-    `pairs` pairs), the lookahead training rows and the evaluation rows (contexts of exactly `pairs` pairs)."""
-    full = TaskSizes(keys, values, pairs)
+def make_rows(sizes: TaskSizes, min_train_pairs: int, train_contexts: list[int], lm_examples: int, drill_examples: int,
+              drill_queries: int, lookahead_examples: int, validation_examples: int, eval_examples: int,
+              rng: random.Random) -> list[dict]:
+    """Every example of every set. The LM's training rows (splits and recall drills) hold min_train_pairs..pairs
+    records in a context of one of `train_contexts` lengths (a curriculum trains on the short ones first); the
+    lookahead-training, validation (SnapKV's tuning) and evaluation rows hold `pairs` records in the full context."""
     rows = []
     for split in (*SPLITS, "drill"):
         for _ in range(drill_examples if split == "drill" else lm_examples):
-            sizes = TaskSizes(keys, values, rng.randint(min_train_pairs, pairs))
-            made = make_drill(sizes, rng, drill_queries) if split == "drill" else make_example(split, sizes, rng)
-            rows.append({"set": "lm", "split": split, "pairs": sizes.pairs, **made})
-    rows += [{"set": name, "split": s, "pairs": pairs, **make_example(s, full, rng)}
-             for name, n in (("lookahead", lookahead_examples), ("eval", eval_examples)) for s in SPLITS for _ in range(n)]
+            context = rng.choice(train_contexts)
+            most = max(2, min(sizes.pairs, context // sizes.record_tokens))
+            small = TaskSizes(sizes.keys, sizes.values, sizes.fillers, rng.randint(min(min_train_pairs, most), most),
+                              sizes.value_tokens, context)
+            made = make_drill(small, rng, drill_queries) if split == "drill" else make_example(split, small, rng)
+            rows.append({"set": "lm", "split": split, "pairs": small.pairs, "context_tokens": context, **made})
+    for name, n in (("lookahead", lookahead_examples), ("validation", validation_examples), ("eval", eval_examples)):
+        rows += [{"set": name, "split": s, "pairs": sizes.pairs, "context_tokens": sizes.context_tokens, **make_example(s, sizes, rng)}
+                 for s in SPLITS for _ in range(n)]
     return rows

@@ -1,14 +1,14 @@
 """KV-cache eviction as a real cache operation, one code path for every method.
 
-    prepared = prepare(method, model, ids, budget, setting)   # prefill + scores + per-head top-C, in the Cache
+    prepared = prepare(method, model, ids, budget, setting)   # prefill + scores + per-head selection, in the Cache
     tokens = decode(model, prepared, max_new_tokens, stops)   # greedy decoding on the evicted cache
 
 `prepare` runs the prompt (B, T) through the model into a transformers DynamicCache, scores the prompt positions
-with the method's rule (scores.py), and keeps per layer and KV head the chosen C positions by slicing the cache's
-keys and values in place (`cache.layers[l].keys` (B, H_kv, T, D) -> (B, H_kv, C, D)). The first response token
-comes from the prefill's logits, before eviction (as in SnapKV and LookaheadKV); every later token is decoded on
-the evicted cache at its true position T + t (the kept keys carry their original rotary positions).
-The model must use eager attention (attention weights are read); a batch holds prompts of one length.
+with the method's rule (scores.py; only the query rows the rule needs are scored), and keeps per layer and KV head
+the chosen C positions by slicing the cache's keys and values (`cache.layers[l].keys` (B, H_kv, T, D) -> (B, H_kv,
+C, D)). The first response token comes from the prefill's logits, before eviction (as in SnapKV and LookaheadKV);
+every later token is decoded on the evicted cache at its true position T + t (the kept keys carry their original
+rotary positions). A batch holds prompts of one length.
 """
 
 from __future__ import annotations
@@ -21,24 +21,20 @@ from transformers import DynamicCache, PreTrainedModel
 
 from paperdag.methods.lookaheadkv.data import METHODS
 from paperdag.methods.lookaheadkv.lookahead import LookaheadKV, lookahead_forward
-from paperdag.methods.lookaheadkv.scores import (
-    h2o_scores,
-    kv_head_scores,
-    rows_after_prompt,
-    snapkv_scores,
-    streaming_keep,
-    top_c,
-)
+from paperdag.methods.lookaheadkv.scores import RowAttention, h2o_keep, kv_head_scores, snapkv_keep, streaming_keep, top_c
+
 
 @dataclass(frozen=True)
 class Setting:
     """Each method's own knobs (the budget C is per call)."""
 
-    recent: int = 2  # last prompt positions always kept by the score-based methods (not the oracle: the true top-C)
+    recent: int = 2  # last prompt positions LookaheadKV and the draft method always keep
     sinks: int = 4  # StreamingLLM's attention sinks
+    h2o_recent: float = 0.5  # H2O's share of C for the recent window (the paper: half heavy hitters, half recent)
     window: int = 8  # SnapKV's observation window w (the draft method's SnapKV cache too)
-    kernel: int = 7  # SnapKV's max-pool kernel
-    draft_tokens: int = 4  # draft length (tokens generated with the SnapKV cache)
+    kernel: int = 7  # SnapKV's pooling kernel
+    pooling: str = "avgpool"  # SnapKV's pooling (its official code's default)
+    draft_tokens: int = 6  # draft length (tokens generated with the SnapKV cache)
     lookahead: LookaheadKV | None = field(default=None, compare=False)  # trained module, attached to the model
 
 
@@ -50,11 +46,16 @@ class Prepared:
     keep: list[torch.Tensor] | None  # per layer (B, H_kv, C) kept prompt positions; None: nothing evicted
 
 
-def prefill(model: PreTrainedModel, ids: torch.Tensor, attentions: bool):
-    """The prompt through the model into a fresh DynamicCache; (cache, last-position logits (B, V), attentions)."""
+def prefill(model: PreTrainedModel, ids: torch.Tensor, first_row: int | None = None):
+    """The prompt through the model into a fresh DynamicCache; (cache, last-position logits (B, V), per-layer sums
+    of the attention rows first_row.. (B, H, T), or None when first_row is None)."""
     cache = DynamicCache(config=model.config)
-    out = model(input_ids=ids, cache=cache, use_cache=True, output_attentions=attentions, logits_to_keep=1)
-    return cache, out.logits[:, -1].float(), out.attentions
+    if first_row is None:
+        out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
+        return cache, out.logits[:, -1].float(), None
+    with RowAttention(model, first_row=first_row) as rows:
+        out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
+    return cache, out.logits[:, -1].float(), rows.sums
 
 
 def evict(cache: DynamicCache, keep: list[torch.Tensor]) -> None:
@@ -65,62 +66,62 @@ def evict(cache: DynamicCache, keep: list[torch.Tensor]) -> None:
         layer.values = layer.values.gather(2, gather)
 
 
-def _select(per_layer_scores, budget: int, recent: int, kv_heads: int) -> list[torch.Tensor]:
-    return [top_c(kv_head_scores(s, kv_heads), budget, recent) for s in per_layer_scores]
+def _snapkv(sums, t: int, budget: int, setting: Setting, kv_heads: int) -> list[torch.Tensor]:
+    return [snapkv_keep(kv_head_scores(s[..., :t], kv_heads), budget, setting.window, setting.kernel, setting.pooling) for s in sums]
 
 
 @torch.inference_mode()
 def prepare(method: str, model: PreTrainedModel, ids: torch.Tensor, budget: int, setting: Setting,
             oracle_scores: torch.Tensor | None = None) -> Prepared:
-    """The evicted cache of `method` at per-head budget `budget` for prompts ids (B, T).
-
-    oracle_scores (B, L, H, T): s_GT, needed by "oracle" only."""
+    """The evicted cache of `method` at per-head budget `budget` for prompts ids (B, T); nothing is evicted (and
+    nothing scored) when C >= T. oracle_scores (B, L, H, T): s_GT, needed by "oracle" only."""
     if method not in METHODS:
         raise ValueError(f"unknown eviction method {method!r}; choose from {METHODS}")
     t = ids.shape[1]
     kv_heads = model.config.num_key_value_heads
-    if method == "lookahead":
+    evicts = method != "full" and budget < t
+    if method == "lookahead" and evicts:
         if setting.lookahead is None:
             raise ValueError("method 'lookahead' needs Setting.lookahead (a trained LookaheadKV module attached to the model)")
         cache = DynamicCache(config=model.config)
-        out = lookahead_forward(model, setting.lookahead, ids, cache=cache, logits=True)
+        out, s_lkv = lookahead_forward(model, setting.lookahead, ids, cache=cache, logits=True)
         cache.crop(-setting.lookahead.n_tokens)  # drop the lookahead KV: only the prompt's stays
-        first = out.logits[:, -1].float().argmax(-1)
-        keep = _select((rows_after_prompt(a, t) for a in out.attentions), budget, setting.recent, kv_heads)
+        keep = [top_c(kv_head_scores(s, kv_heads), budget, setting.recent) for s in s_lkv.unbind(1)]
         evict(cache, keep)
-        return Prepared(cache, first, t, keep)
-    needs_attention = method in ("h2o", "snapkv", "draft")
-    cache, logits, attn = prefill(model, ids, needs_attention)
+        return Prepared(cache, out.logits[:, -1].float().argmax(-1), t, keep)
+    first_row = {"h2o": 0, "snapkv": t - setting.window, "draft": t - setting.window}.get(method) if evicts else None
+    cache, logits, sums = prefill(model, ids, first_row)
     first = logits.argmax(-1)
-    if method == "full" or budget >= t:
+    if not evicts or method == "lookahead":
         return Prepared(cache, first, t, None)
     if method == "streaming":
         keep = [streaming_keep((ids.shape[0], kv_heads), t, budget, setting.sinks)] * len(cache.layers)
     elif method == "h2o":
-        keep = _select((h2o_scores(a, t) for a in attn), budget, setting.recent, kv_heads)
+        keep = [h2o_keep(kv_head_scores(s, kv_heads), budget, setting.h2o_recent) for s in sums]
     elif method == "snapkv":
-        keep = _select((snapkv_scores(a, t, setting.window, setting.kernel) for a in attn), budget, setting.recent, kv_heads)
+        keep = _snapkv(sums, t, budget, setting, kv_heads)
     elif method == "draft":
-        keep = _draft_keep(model, cache, first, attn, t, budget, setting)
+        keep = _draft_keep(model, cache, first, sums, t, budget, setting)
     else:
         if oracle_scores is None:
             raise ValueError("method 'oracle' needs oracle_scores (s_GT from the targets stage)")
-        keep = _select(oracle_scores.unbind(1), budget, 0, kv_heads)
+        keep = [top_c(kv_head_scores(s, kv_heads), budget, 0) for s in oracle_scores.unbind(1)]
     evict(cache, keep)
     return Prepared(cache, first, t, keep)
 
 
-def _draft_keep(model, cache, first, attn, t: int, budget: int, setting: Setting) -> list[torch.Tensor]:
+def _draft_keep(model, cache, first, window_sums, t: int, budget: int, setting: Setting) -> list[torch.Tensor]:
     """The draft-based baseline (LAQ / SpecKV-like): a draft response generated on a SnapKV-evicted copy of the
-    cache, then run on the full cache; its rows' attention to the prompt scores the positions."""
+    cache, then run on the full cache; its rows' attention to the prompt (those rows only) scores the positions."""
     kv_heads = model.config.num_key_value_heads
     draft_cache = copy.deepcopy(cache)
-    evict(draft_cache, _select((snapkv_scores(a, t, setting.window, setting.kernel) for a in attn), budget, setting.recent, kv_heads))
+    evict(draft_cache, _snapkv(window_sums, t, budget, setting, kv_heads))
     draft = _greedy(model, draft_cache, first, t, setting.draft_tokens)  # (B, m)
     positions = torch.arange(t, t + draft.shape[1]).expand(draft.shape[0], -1)
-    out = model(input_ids=draft, position_ids=positions, cache=cache, use_cache=True, output_attentions=True, logits_to_keep=1)
+    with RowAttention(model, first_row=0) as rows:
+        model(input_ids=draft, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1)
     cache.crop(-draft.shape[1])  # the draft's own KV goes: only the prompt's is evicted and kept
-    return _select((rows_after_prompt(a, t) for a in out.attentions), budget, setting.recent, kv_heads)
+    return [top_c(kv_head_scores(s[..., :t], kv_heads), budget, setting.recent) for s in rows.sums]
 
 
 def _greedy(model: PreTrainedModel, cache: DynamicCache, first: torch.Tensor, position: int, steps: int,

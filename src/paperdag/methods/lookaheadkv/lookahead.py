@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import PreTrainedModel
 
-from paperdag.methods.lookaheadkv.scores import rows_after_prompt
+from paperdag.methods.lookaheadkv.scores import RowAttention
 
 TARGETS = ("q_proj", "k_proj")  # the projections the LoRA adapts (the paper's W_q and W_k)
 
@@ -115,17 +115,18 @@ def attach(model: PreTrainedModel, module: LookaheadKV) -> PreTrainedModel:
 
 
 def lookahead_forward(model: PreTrainedModel, module: LookaheadKV, ids: torch.Tensor, cache=None, logits: bool = False):
-    """One pass over [prompt; P] with attention weights (eager attention). Returns the model output; its
-    `attentions[l]` rows from ids.shape[1] on are the lookahead rows. With `cache`, it holds the prompt and the
-    lookahead KV afterwards; with `logits`, the logits at the last prompt position are computed too."""
+    """One pass over [prompt; P] and s_LKV (B, L, H, T): per layer, the mean attention of the n lookahead rows to
+    the T prompt positions (only those rows are scored, RowAttention). With `cache`, it holds the prompt and the
+    lookahead KV afterwards; with `logits`, the output carries the logits at the last prompt position."""
+    t = ids.shape[1]
     embeds = model.get_input_embeddings()(ids)  # (B, T, d)
     x = torch.cat([embeds, module.embeddings.to(embeds.dtype).expand(ids.shape[0], -1, -1)], dim=1)  # (B, T + n, d)
-    with module.active(module.n_tokens):
+    with module.active(module.n_tokens), RowAttention(model, first_row=t, chunk=module.n_tokens) as rows:
         if logits:
-            return model(inputs_embeds=x, cache=cache, use_cache=cache is not None, output_attentions=True,
-                         logits_to_keep=slice(ids.shape[1] - 1, ids.shape[1]))
-        return getattr(model, model.base_model_prefix)(inputs_embeds=x, cache=cache, use_cache=cache is not None,
-                                                       output_attentions=True)
+            out = model(inputs_embeds=x, cache=cache, use_cache=cache is not None, logits_to_keep=slice(t - 1, t))
+        else:
+            out = getattr(model, model.base_model_prefix)(inputs_embeds=x, cache=cache, use_cache=cache is not None)
+    return out, torch.stack([s[..., :t] / module.n_tokens for s in rows.sums], dim=1)
 
 
 def normalised(scores: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -141,6 +142,5 @@ def kl_per_layer_head(gt: torch.Tensor, predicted: torch.Tensor, eps: float = 1e
 
 def lookahead_loss(model: PreTrainedModel, module: LookaheadKV, ids: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
     """The training objective: mean over examples, layers and heads of KL(s_GT || s_LKV); gt (B, L, H, T)."""
-    out = lookahead_forward(model, module, ids)
-    predicted = torch.stack([rows_after_prompt(a, ids.shape[1]) for a in out.attentions], dim=1)  # (B, L, H, T)
+    _, predicted = lookahead_forward(model, module, ids)  # (B, L, H, T)
     return kl_per_layer_head(gt, predicted).mean()

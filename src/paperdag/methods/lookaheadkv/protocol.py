@@ -1,11 +1,13 @@
 """The lookaheadkv protocol around the method: the frozen LM's responses and s_GT targets, LookaheadKV's training
-on KL(s_GT || s_LKV), and every eviction method at every budget through one code path (prepare -> decode).
+on KL(s_GT || s_LKV), SnapKV's tuning on the validation rows, and every eviction method at every budget through one
+code path (prepare -> decode), with each method's cost timed per budget (interleaved, best of k).
 
 Rows are batched by (split, prompt length), so a batch needs no padding and every prompt position is real.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections import defaultdict
@@ -19,6 +21,7 @@ from paperdag.methods.lookaheadkv.data import KINDS, METHODS, encode
 from paperdag.methods.lookaheadkv.eviction import Setting, decode, prepare
 from paperdag.methods.lookaheadkv.lookahead import LookaheadKV, lookahead_loss
 from paperdag.methods.lookaheadkv.scores import ground_truth_importance, overlap
+from paperdag.timing import best_of_interleaved
 
 
 def batches(table: pl.DataFrame, lengths: list[int], batch_size: int) -> list[list[int]]:
@@ -44,32 +47,43 @@ def greedy_responses(model, tokenizer, table: pl.DataFrame, max_new_tokens: int,
 def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list[int], mixture: dict[str, float],
                      config: TinyLMConfig) -> list[float]:
     """The LM's training with a full cache, in phases of growing context: phase i trains config.steps // phases
-    steps (seed config.seed + i) on the rows of at most curriculum[i] pairs. Short contexts first: the lookup is
-    learnt there, then scaled. The loss of every step."""
-    shortest = lm_rows["pairs"].min()
+    steps (seed config.seed + i) on the rows whose context has at most curriculum[i] tokens. Short contexts (little
+    filler) first: the lookup is learnt there, then carried to long ones. The loss of every step."""
+    shortest = lm_rows["context_tokens"].min()
     if min(curriculum) < shortest:  # it depends on the synthesized rows, so it is checked on them
         raise ValueError(f"lookaheadkv train_lm: curriculum {curriculum}: each phase's largest context must be at least the "
-                         f"shortest LM context ({shortest} pairs, synthesize.min_train_pairs)")
+                         f"shortest LM context ({shortest} tokens, synthesize.train_contexts)")
     history: list[float] = []
     for phase, largest in enumerate(curriculum):
         steps = config.steps // len(curriculum)
         if steps == 0:
             continue
-        rows = lm_rows.filter(pl.col("pairs") <= largest)
+        rows = lm_rows.filter(pl.col("context_tokens") <= largest)
         pools = {kind: [encode(tokenizer, r) for r in rows.filter(pl.col("split") == kind).iter_rows(named=True)] for kind in KINDS}
-        history += fit_pools(model, pools, mixture, config, tokenizer.pad_token_id, f"lookaheadkv train_lm (contexts <= {largest} pairs)",
+        history += fit_pools(model, pools, mixture, config, tokenizer.pad_token_id, f"lookaheadkv train_lm (contexts <= {largest} tokens)",
                              steps=steps, seed=config.seed + phase).losses["loss"]
     return history
 
 
-def full_cache_exact_match(model, tokenizer, evaluation: pl.DataFrame) -> dict[str, float]:
-    """Share of the evaluation rows, per split, whose greedy full-cache response is the gold one (can the LM do it?)."""
-    responses = greedy_responses(model, tokenizer, evaluation, 8, 64)
+def full_cache_exact_match(model, tokenizer, evaluation: pl.DataFrame, max_new_tokens: int, batch_size: int = 64) -> dict[str, float]:
+    """Exact match (percent) of the rows, per split, whose greedy full-cache response is the gold one (can the LM do it?)."""
+    responses = greedy_responses(model, tokenizer, evaluation, max_new_tokens, batch_size)
     gold = [encode(tokenizer, r)[1][:-1] for r in evaluation.iter_rows(named=True)]
     hits = defaultdict(list)
     for split, got, want in zip(evaluation["split"], responses, gold, strict=True):
         hits[split].append(got == want)
-    return {s: sum(h) / len(h) for s, h in hits.items()}
+    return {s: 100 * sum(h) / len(h) for s, h in hits.items()}
+
+
+def checked_full_cache_exact_match(model, tokenizer, evaluation: pl.DataFrame, threshold: float, where: str) -> dict[str, float]:
+    """full_cache_exact_match on the evaluation rows (responses up to the longest gold one), raising unless every
+    split reaches `threshold` percent: an LM that cannot do the task makes every eviction comparison meaningless."""
+    longest = max(len(encode(tokenizer, r)[1]) for r in evaluation.iter_rows(named=True))
+    em = full_cache_exact_match(model, tokenizer, evaluation, longest + 1)
+    if min(em.values()) < threshold:
+        raise ValueError(f"{where}: the LM did not learn the task, full-cache exact match {em} below train_lm.min_full_cache_em = "
+                         f"{threshold} %: train longer (train_lm.steps) or on shorter contexts first (train_lm.curriculum)")
+    return em
 
 
 def targets(lm, tokenizer, table: pl.DataFrame, max_new_tokens: int, batch_size: int) -> tuple[pl.DataFrame, dict[str, torch.Tensor]]:
@@ -78,10 +92,9 @@ def targets(lm, tokenizer, table: pl.DataFrame, max_new_tokens: int, batch_size:
     encoded = [encode(tokenizer, r) for r in table.iter_rows(named=True)]
     responses = greedy_responses(lm, tokenizer, table, max_new_tokens, batch_size)
     importance: dict[str, torch.Tensor] = {}
-    base = getattr(lm, lm.base_model_prefix)
     for batch in track(batches(table, [len(p) for p, _ in encoded], batch_size), description="lookaheadkv targets"):
         ids = torch.tensor([encoded[i][0] for i in batch])  # (B, T)
-        gt = ground_truth_importance(base, ids, [responses[i] + [tokenizer.eos_token_id] for i in batch], tokenizer.pad_token_id)
+        gt = ground_truth_importance(lm, ids, [responses[i] + [tokenizer.eos_token_id] for i in batch], tokenizer.pad_token_id)
         for j, i in enumerate(batch):
             importance[str(table["row"][i])] = gt[j].contiguous()
     out = table.select("row", "set", "split", "query").with_columns(
@@ -137,28 +150,89 @@ def held_out_kl(lm, module: LookaheadKV, rows: list[dict], importance: dict, bat
     return total / max(1, count)
 
 
-def compare(lm, tokenizer, setting: Setting, table: pl.DataFrame, importance: dict, budgets: list[int], max_new_tokens: int,
-            batch_size: int) -> tuple[pl.DataFrame, list[dict]]:
-    """Every method at every per-head budget on the rows: exact match, overlap of the kept positions with the
-    oracle's, and the wall time of building each evicted cache (prefill + scoring + eviction), all in one run."""
+def budget_tokens(fractions: list[float], prompt_len: int) -> list[int]:
+    """Per-head budgets C as token counts: each fraction of the prompt length T, rounded, at least 1."""
+    return sorted({max(1, round(f * prompt_len)) for f in fractions})
+
+
+def _run(lm, tokenizer, method: str, ids, gt, budget: int, setting: Setting, max_new_tokens: int):
+    prepared = prepare(method, lm, ids, budget, setting, oracle_scores=gt)
+    return prepared, decode(lm, prepared, max_new_tokens, [tokenizer.eos_token_id])
+
+
+def tune_snapkv(lm, tokenizer, setting: Setting, table: pl.DataFrame, importance: dict, budgets: list[int], windows: list[int],
+                kernels: list[int], max_new_tokens: int, batch_size: int) -> tuple[dict[int, tuple[int, int]], list[dict]]:
+    """SnapKV at its best: per budget C, the (window w, kernel) of the sweep (w < C) with the highest exact match
+    over the validation rows of every split (ties: the first in sweep order). The choice per budget, every cell."""
+    rows = list(table.iter_rows(named=True))
+    cells = []
+    for batch in batches(table, [len(r["prompt_ids"]) for r in rows], batch_size):
+        chunk = [rows[i] for i in batch]
+        ids, gt = stack(chunk, importance)
+        for budget in budgets:
+            for w in windows:
+                for k in kernels:
+                    if w >= budget or w >= ids.shape[1]:
+                        continue
+                    tried = dataclasses.replace(setting, window=w, kernel=k)
+                    _, tokens = _run(lm, tokenizer, "snapkv", ids, gt, budget, tried, max_new_tokens)
+                    cells += [{"budget": budget, "window": w, "kernel": k, "split": r["split"], "correct": got == r["gold_ids"]}
+                              for r, got in zip(chunk, tokens, strict=True)]
+    grid = pl.DataFrame(cells).group_by("budget", "window", "kernel").agg((pl.col("correct").mean() * 100).alias("exact_match"))
+    order = {(w, k): i for i, (w, k) in enumerate((w, k) for w in windows for k in kernels)}
+    chosen = {}
+    for budget in budgets:
+        options = [(-em, order[(w, k)], w, k) for b, w, k, em in grid.iter_rows() if b == budget]
+        if not options:
+            raise ValueError(f"tune_snapkv: no SnapKV window below the budget C = {budget}; add a smaller window to infer.windows")
+        _, _, w, k = min(options)
+        chosen[budget] = (w, k)
+    return chosen, grid.sort("budget", "window", "kernel").to_dicts()
+
+
+TIMED = tuple(m for m in METHODS if m != "oracle")  # the oracle reads s_GT: it has no cost of its own
+
+
+def compare(lm, tokenizer, setting: Setting, table: pl.DataFrame, importance: dict, budgets: list[int],
+            snapkv: dict[int, tuple[int, int]], max_new_tokens: int, batch_size: int, repeats: int) -> tuple[pl.DataFrame, list[dict]]:
+    """Every method at every per-head budget on the rows (SnapKV and the draft's SnapKV cache at that budget's tuned
+    window and kernel): exact match and the overlap of the kept positions with the oracle's. Where C < T, each
+    method's cost (prompt -> evicted cache: prefill, scoring, eviction) is timed per batch and budget, the methods
+    interleaved, the fastest of `repeats` runs."""
     rows = list(table.iter_rows(named=True))
     records, timing = [], []
     jobs = [(batch, budget) for batch in batches(table, [len(r["prompt_ids"]) for r in rows], batch_size) for budget in budgets]
     for batch, budget in track(jobs, description="lookaheadkv infer"):
         chunk = [rows[i] for i in batch]
         ids, gt = stack(chunk, importance)
-        oracle_keep = prepare("oracle", lm, ids, budget, setting, oracle_scores=gt).keep
+        tuned = dataclasses.replace(setting, window=snapkv[budget][0], kernel=snapkv[budget][1])
+        oracle_keep = prepare("oracle", lm, ids, budget, tuned, oracle_scores=gt).keep
         for method in METHODS:
-            start = time.perf_counter()
-            prepared = prepare(method, lm, ids, budget, setting, oracle_scores=gt)
-            seconds = time.perf_counter() - start
-            tokens = decode(lm, prepared, max_new_tokens, [tokenizer.eos_token_id])
-            timing.append({"split": chunk[0]["split"], "method": method, "budget": budget, "examples": len(chunk),
-                           "prompt_len": ids.shape[1], "seconds": seconds})
+            prepared, tokens = _run(lm, tokenizer, method, ids, gt, budget, tuned, max_new_tokens)
             agree = (None if prepared.keep is None or oracle_keep is None else
                      torch.stack([overlap(k, o) for k, o in zip(prepared.keep, oracle_keep, strict=True)]).mean((0, 2)).tolist())
             for j, (r, got) in enumerate(zip(chunk, tokens, strict=True)):
                 records.append({"row": r["row"], "split": r["split"], "method": method, "budget": budget,
                                 "prediction": tokenizer.decode(got).strip(), "correct": got == r["gold_ids"],
                                 "overlap_with_oracle": None if agree is None else agree[j]})
+        if budget < ids.shape[1]:
+            calls = [lambda m=m, ids=ids, b=budget, s=tuned, gt=gt: prepare(m, lm, ids, b, s, oracle_scores=gt) for m in TIMED]
+            _, best = best_of_interleaved(calls, repeats)
+            timing += [{"split": chunk[0]["split"], "method": m, "budget": budget, "examples": len(chunk), "prompt_len": ids.shape[1],
+                        "seconds": s} for m, s in zip(TIMED, best, strict=True)]
     return pl.DataFrame(records, schema_overrides={"overlap_with_oracle": pl.Float64}), timing
+
+
+def tuned_comparison(lm, tokenizer, setting: Setting, targets: pl.DataFrame, importance: dict, fractions: list[float],
+                     windows: list[int], kernels: list[int], max_new_tokens: int, batch_size: int,
+                     repeats: int) -> tuple[pl.DataFrame, dict[str, object]]:
+    """One replicate's infer: budgets C from their fractions of T, SnapKV's window and kernel tuned per budget on the
+    validation rows, then `compare` on the evaluation rows. The predictions and the run's stats (timings, T, the
+    budgets, the tuned SnapKV settings and the whole tuning grid)."""
+    evaluation, validation = (targets.filter(pl.col("set") == name) for name in ("eval", "validation"))
+    lengths = sorted({len(ids) for ids in evaluation["prompt_ids"]})
+    budgets = budget_tokens(fractions, lengths[0])
+    snapkv, grid = tune_snapkv(lm, tokenizer, setting, validation, importance, budgets, windows, kernels, max_new_tokens, batch_size)
+    predictions, timing = compare(lm, tokenizer, setting, evaluation, importance, budgets, snapkv, max_new_tokens, batch_size, repeats)
+    return predictions, {"runs": timing, "prompt_tokens": lengths, "budgets": budgets,
+                         "snapkv": {str(b): list(v) for b, v in snapkv.items()}, "snapkv_tuning": grid}
