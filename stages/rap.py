@@ -1,14 +1,12 @@
 """Glue between the paperdag engine and the rap method: synthesize -> augment -> train (arm x replicate) -> simulate
 -> evaluate.
 
-The world, its renderers and the closed loop live in paperdag.sim.driving; RAP's augmentations, planner, R2R losses
-and PDM score in paperdag.methods.rap. These functions turn logs into images and tables, tables into planners,
-planners into roll-outs and roll-outs into metrics.
+The world lives in paperdag.sim.driving (its layered cameras and closed loop in sim.driving.layers); RAP's
+augmentations, planner, training, R2R losses, PDM score and paired comparisons in paperdag.methods.rap.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -19,8 +17,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, Pos
 from paperdag.engine import Item
 from paperdag.methods.rap import SOURCES
 
-# The planner's model and training need torch: they are imported inside train and simulate, so that importing this
-# module (every rap stage process does) stays cheap for synthesize, augment and evaluate (tests/engine/test_imports.py).
+# torch is imported inside train and simulate only: importing this module stays cheap (tests/engine/test_imports.py).
 # The arms are the keys of params.yaml rap.arms (the train matrix runs over them), in the order of the gathered inputs.
 
 
@@ -48,6 +45,7 @@ class WaypointParams:
 @dataclass(frozen=True)
 class SynthesizeParams(WaypointParams):
     train_scenarios: PositiveInt
+    val_scenarios: PositiveInt  # held-out logs whose real frames early-stop training
     test_scenarios: PositiveInt
     lanes: PositiveInt
     agents: NonNegativeInt
@@ -61,19 +59,19 @@ class SynthesizeParams(WaypointParams):
 
 
 def synthesize(params: SynthesizeParams) -> dict[str, object]:
-    """Random scenarios (train and held-out test), each driven by the expert; at every waypoint interval a logged
-    frame with its real and raster camera views, ego status and the expert's future in the ego frame. Also the
+    """Random scenarios (train, validation, held-out test), each driven by the expert; at every waypoint interval
+    a logged frame with its real and raster camera views, ego status and the expert's future in the ego frame; the
     rasteriser's frames/s at 64 x 128 on this core and the raster-vs-real figure."""
     from paperdag.methods.rap.logs import synthesize_logs
     from paperdag.sim.driving import Camera, ScenarioConfig
-    from paperdag.sim.driving.figures import views_figure
+    from paperdag.methods.rap.views import views_figure
 
     p = params
     rng = np.random.default_rng(p.seed)
     cfg = ScenarioConfig(lanes=p.lanes, agents=p.agents, max_curvature=p.max_curvature, ego_speed=p.ego_speed)
     cam = Camera(p.image_height, p.image_width)
-    logs = synthesize_logs(cfg, p.train_scenarios, p.test_scenarios, p.duration, p.dt, p.waypoint_interval, p.every, p.waypoints, cam,
-                           p.fps_probe_frames, rng)
+    splits = {"train": p.train_scenarios, "val": p.val_scenarios, "test": p.test_scenarios}
+    logs = synthesize_logs(cfg, splits, p.duration, p.dt, p.waypoint_interval, p.every, p.waypoints, cam, p.fps_probe_frames, rng)
     scenarios = logs.pop("scenario_list")
     return logs | {"views": views_figure(scenarios[0], logs["ego_log"][0], logs["agent_log"][0], cam, rng, p.every)}
 
@@ -98,20 +96,12 @@ def augment(params: AugmentParams, scenarios: pl.DataFrame, frames: pl.DataFrame
     """The training table of every sample kind (train split only): real logs, their rasters, recovery rasters from
     perturbed ego poses (target: the logged expert future seen from the perturbed pose) and cross-agent rasters from
     nearby agents' poses (target: their logged futures). Augmented rasters go to aug.npy."""
-    from paperdag.methods.rap.augment import Augmentation, Perturbation, augment_frames
-    from paperdag.methods.rap.logs import scenario_of
-    from paperdag.sim.driving import Camera
+    from paperdag.methods.rap.augment import Augmentation, Perturbation, augment_split
 
     p = params
-    rng = np.random.default_rng(p.seed)
-    need = {"scenario", "split", "seg_length"} - set(scenarios.columns)
-    if need:
-        raise ValueError(f"augment: scenarios.parquet lacks columns {sorted(need)}: rerun synthesize")
-    cam = Camera(*synth_stats["image_size"])
     aug = Augmentation(Perturbation(p.position, p.yaw_deg, p.speed, p.accel), p.recovery_per_frame, p.cross_agents_per_frame,
                        p.cross_agent_radius, p.every, p.waypoints)
-    roads = {r["scenario"]: scenario_of(r).road() for r in scenarios.iter_rows(named=True)}
-    table, images, stats = augment_frames(frames.filter(pl.col("split") == "train"), roads, ego_log, agent_log, cam, aug, rng)
+    table, images, stats = augment_split(scenarios, frames, ego_log, agent_log, synth_stats["image_size"], aug, np.random.default_rng(p.seed))
     return {"train_set": table, "aug": images, "augment_stats": stats}
 
 
@@ -125,36 +115,37 @@ class TrainParams:
     paired_l2: bool
     steps: PositiveInt  # from rap.train
     batch_size: PositiveInt
+    real_share: Annotated[float, Field(ge=0.5, le=1.0)]
     lr: PositiveFloat
     channels: list[PositiveInt]
     feature_dim: PositiveInt
     domain_weight: NonNegativeFloat
     pair_weight: NonNegativeFloat
     pair_batch: PositiveInt
+    anchor_real: bool
+    pair_distance: Literal["cosine", "l2"]
+    eval_every: PositiveInt
+    patience: NonNegativeInt
     threads: PositiveInt
     item: Item  # the matrix element: item.arm, item.replicate
     seed: int
 
 
-def train(params: TrainParams, train_set: pl.DataFrame, real: np.ndarray, raster: np.ndarray, aug: np.ndarray) -> dict[str, object]:
-    """One arm's planner, trained on its sample kinds (rap.arms.<arm>.sources) with its R2R switches."""
+def train(params: TrainParams, train_set: pl.DataFrame, frames: pl.DataFrame, real: np.ndarray, raster: np.ndarray,
+          aug: np.ndarray) -> dict[str, object]:
+    """One arm's planner, trained on its sample kinds (rap.arms.<arm>.sources) with its R2R switches, early-stopped
+    on the validation scenarios' real frames."""
     import torch
 
-    from paperdag.methods.rap import TrainConfig, history_summary, planner_state, samples_of, train_planner
+    from paperdag.methods.rap import TrainConfig, planner_state, train_arm
 
     p = params
     torch.set_num_threads(p.threads)
-    start = time.perf_counter()
-    samples = samples_of(train_set, p.sources, {"real": real, "raster": raster, "aug": aug})
-    paired = train_set.filter(pl.col("source") == "real_log")["index"].to_numpy()
     cfg = TrainConfig(p.steps, p.batch_size, p.lr, tuple(p.channels), p.feature_dim, p.domain_adversarial, p.paired_l2, p.domain_weight,
-                      p.pair_weight, p.pair_batch)
-    model, history = train_planner(samples, raster[paired], real[paired], cfg, p.seed, description=f"rap train {p.item}")
-    stats = {"arm": p.item.arm, "replicate": p.item.replicate, "samples": len(samples.images),
-             "samples_by_source": dict(train_set.filter(pl.col("source").is_in(p.sources)).group_by("source").len().iter_rows()),
-             **history_summary(history), "train_seconds": time.perf_counter() - start}
-    h, w = real.shape[1:3]
-    return {"model": planner_state(model, h, w, tuple(p.channels)), "train_stats": stats}
+                      p.pair_weight, p.pair_batch, p.real_share, p.eval_every, p.patience, p.anchor_real, p.pair_distance)
+    model, stats = train_arm(train_set, frames, {"real": real, "raster": raster, "aug": aug}, p.sources, cfg, p.seed, f"rap train {p.item}")
+    return {"model": planner_state(model, *real.shape[1:3], tuple(p.channels)),
+            "train_stats": {"arm": p.item.arm, "replicate": p.item.replicate, **stats}}
 
 
 # ---------------------------------------------------------------- simulate
@@ -179,28 +170,13 @@ def simulate(params: SimulateParams, scenarios: pl.DataFrame, frames: pl.DataFra
     camera images only; per-episode NC, DAC, TTC, EP, comfort and PDMS; open-loop L2 on the held-out logged frames."""
     import torch
 
-    from paperdag.methods.rap.closed_loop import Drive, roll_out
-    from paperdag.methods.rap.figures import rollout_strip
-    from paperdag.methods.rap.logs import scenario_of
+    from paperdag.methods.rap.closed_loop import Drive, simulate_held_out
 
     p = params
     torch.set_num_threads(p.threads)
-    test = scenarios.filter(pl.col("split") == "test")
-    if not len(test):
-        raise ValueError("simulate: scenarios.parquet has no test scenarios (params.yaml rap.synthesize.test_scenarios)")
-    held_out = [scenario_of(r) for r in test.iter_rows(named=True)]
-    test_frames = frames.filter(pl.col("split") == "test")
-    idx = test_frames["frame"].to_numpy()
-    logged = (real[idx], test_frames.select("speed", "accel").to_numpy().astype(np.float32),
-              np.array(test_frames["target"].to_list(), np.float32).reshape(len(idx), -1, 2))
-    start = time.perf_counter()
     how = Drive(p.duration, p.dt, p.replan_every, p.waypoint_interval, p.route_length, p.seed)
     planners = {(item.arm, item.replicate): state for item, state in models.items()}  # the train matrix's order
-    rows, open_loop, expert, kept = roll_out(held_out, test["scenario"].to_list(), planners, logged, how, tuple(p.l2_horizons),
-                                             (p.strip_arm, "il_real"))
-    stats = {"episodes": len(rows), "test_scenarios": len(held_out), "seconds": time.perf_counter() - start}
-    return {"rollouts": pl.DataFrame(rows), "open_loop": pl.DataFrame(open_loop), "sim_stats": stats,
-            "rollout_strip": rollout_strip(held_out[0].road(), expert[0], kept, p.strip_arm, p.dt, p.replan_every)}
+    return simulate_held_out(scenarios, frames, real, planners, how, tuple(p.l2_horizons), p.strip_arm)
 
 
 # ---------------------------------------------------------------- evaluate
@@ -213,11 +189,9 @@ class EvaluateParams:
 
 def evaluate(params: EvaluateParams, rollouts: pl.DataFrame, open_loop: pl.DataFrame, synth_stats: dict, augment_stats: dict,
              sim_stats: dict, train_stats: dict[str, dict]) -> dict[str, object]:
-    """PDMS and its parts per arm (mean and spread over replicates of the per-replicate means over scenarios),
-    collision / off-road rates, route completion, open-loop L2; the rasteriser's speed and time share (the claims' numbers)."""
-    from paperdag.methods.rap.evaluation import arm_table, headline, pdms_per_arm, per_replicate
+    """PDMS and its parts per arm (mean and spread over replicates of the per-replicate means over scenarios), the
+    paired arm - baseline differences over the same replicates and scenarios (the claims' numbers), infraction
+    rates, route completion, open-loop L2; the rasteriser's speed and time share."""
+    from paperdag.methods.rap.evaluation import evaluate_rollouts
 
-    per_rep = per_replicate(rollouts, open_loop)
-    table = arm_table(per_rep, rollouts["arm"].unique(maintain_order=True).to_list())  # the expert first, then simulate's order
-    return {"metrics": {"headline": headline(table, synth_stats, augment_stats, sim_stats, train_stats), "table": table},
-            "pdms_per_arm": pdms_per_arm(table, per_rep)}
+    return evaluate_rollouts(rollouts, open_loop, synth_stats, augment_stats, sim_stats, train_stats)

@@ -53,11 +53,14 @@ def test_pdm_score_formula() -> None:
     assert pdm_score(1, 1, 1, 0.5, 0) == pytest.approx(7.5 / 12)
 
 
-def test_ego_progress_is_a_clipped_ratio() -> None:
-    """EP = progress / expert progress in [0, 1]; 1 when the expert barely moved."""
-    assert ego_progress(50.0, 100.0) == 0.5
-    assert ego_progress(120.0, 100.0) == 1.0
-    assert ego_progress(0.0, 2.0) == 1.0
+def test_ego_progress_follows_navsim() -> None:
+    """NAVSIM's EP: progress over the best non-failing proposal's (expert or ego), clipped; 0 when the ego fails;
+    normalised by the ego itself when the expert fails; 1 when the best progress is at most 5 m."""
+    assert ego_progress(50.0, True, 100.0, True) == 0.5
+    assert ego_progress(120.0, True, 100.0, True) == 1.0  # the ego is the best non-failing proposal
+    assert ego_progress(50.0, True, 100.0, False) == 1.0  # the expert failed: normalised by the ego alone
+    assert ego_progress(50.0, False, 100.0, True) == 0.0
+    assert ego_progress(1.0, True, 4.0, True) == 1.0 and ego_progress(1.0, True, 6.0, True) == pytest.approx(1 / 6)
 
 
 def test_l2_at_horizons() -> None:
@@ -145,7 +148,7 @@ def test_training_fits_a_toy_task_and_the_checkpoint_reloads() -> None:
     samples, raster, real = _toy()
     model, history = train_planner(samples, raster, real, _cfg(steps=80), seed=0)
     assert np.mean([h["l1"] for h in history[-10:]]) < 0.6 * np.mean([h["l1"] for h in history[:5]])
-    assert set(history[-1]) == {"l1"}
+    assert set(history[-1]) == {"l1", "real_share"}
     state = {k: v.numpy() for k, v in planner_state(model, 8, 16, (8, 8)).items()}
     again = load_planner(state)
     np.testing.assert_array_equal(predict(model, samples.images, samples.status), predict(again, samples.images, samples.status))
@@ -155,9 +158,59 @@ def test_r2r_terms_are_switchable() -> None:
     """domain_adversarial adds the domain BCE (with the DANN lambda reaching ~1), paired_l2 the feature L2; either
     alone adds only its own term."""
     samples, raster, real = _toy(32)
+    pair_keys = {"pair_cosine", "pair_l2", "pair_l2_normalised"}  # recorded whenever R2R aligns, scale-free and raw
     _, both = train_planner(samples, raster, real, _cfg(steps=5, domain_adversarial=True, paired_l2=True), seed=0)
-    assert set(both[-1]) == {"l1", "domain_bce", "domain_acc", "lambda", "pair_l2"}
+    assert set(both[-1]) == {"l1", "real_share", "domain_bce", "domain_acc", "lambda"} | pair_keys
     assert both[0]["lambda"] == 0.0 and both[-1]["lambda"] == pytest.approx(dann_lambda(1.0))
     _, dom = train_planner(samples, raster, real, _cfg(steps=2, domain_adversarial=True), seed=0)
     _, pair = train_planner(samples, raster, real, _cfg(steps=2, paired_l2=True), seed=0)
-    assert set(dom[-1]) == {"l1", "domain_bce", "domain_acc", "lambda"} and set(pair[-1]) == {"l1", "pair_l2"}
+    _, none = train_planner(samples, raster, real, _cfg(steps=2), seed=0)
+    assert set(dom[-1]) == {"l1", "real_share", "domain_bce", "domain_acc", "lambda"} | pair_keys
+    assert set(pair[-1]) == {"l1", "real_share"} | pair_keys and set(none[-1]) == {"l1", "real_share"}
+
+
+def test_paired_term_moves_raster_features_only_when_real_is_the_anchor() -> None:
+    """With anchor_real the paired distance's gradient reaches the encoder through the raster features only: a
+    real-only batch gets no gradient from it; without the anchor it does. The cosine form is scale-free."""
+    from paperdag.methods.rap import Planner, images_to_tensor, pair_terms
+
+    _, raster, real = _toy(32)
+    model = Planner(8, 16, (8, 8), 16, 2)
+    f_raster, f_real = model.features(images_to_tensor(raster)), model.features(images_to_tensor(real))
+    loss, _ = pair_terms(f_raster.detach(), f_real.detach().requires_grad_(), "cosine")
+    assert pair_terms(3.0 * f_raster, 3.0 * f_real, "cosine")[0].item() == pytest.approx(pair_terms(f_raster, f_real, "cosine")[0].item(), rel=1e-5)
+    assert pair_terms(3.0 * f_raster, 3.0 * f_real, "l2")[0].item() == pytest.approx(9 * pair_terms(f_raster, f_real, "l2")[0].item(), rel=1e-5)
+    anchored, _ = pair_terms(f_raster, f_real.detach(), "cosine")
+    grads = torch.autograd.grad(anchored, f_real, allow_unused=True)
+    assert grads[0] is None
+    free, _ = pair_terms(f_raster, f_real, "l2")
+    assert torch.autograd.grad(free, f_real)[0].abs().sum() > 0
+    assert loss.requires_grad
+
+
+def test_batches_hold_the_real_share() -> None:
+    """With other kinds present, round(share * size) of every batch are real-camera samples; an arm of one kind
+    draws uniformly."""
+    from paperdag.methods.rap import batch_indices
+
+    rng = np.random.default_rng(0)
+    real = np.zeros(100, bool)
+    real[:10] = True  # 10 % of the samples
+    samples = Samples(np.zeros((100, 1, 1, 3), np.uint8), np.zeros((100, 2), np.float32), np.zeros((100, 1, 2), np.float32), real)
+    idx = batch_indices(samples, 32, 0.5, rng)
+    assert len(idx) == 32 and real[idx].sum() == 16
+    only = Samples(samples.images, samples.status, samples.target, np.ones(100, bool))
+    assert len(set(batch_indices(only, 64, 0.5, rng).tolist())) > 32
+
+
+def test_early_stopping_keeps_the_best_validation_weights() -> None:
+    """Validation L2 is recorded every eval_every steps; with patience, training stops after that many evaluations
+    without improvement and returns the best weights (their validation L2 is the best recorded)."""
+    samples, raster, real = _toy()
+    val = Samples(samples.images[:16], samples.status[:16], samples.target[:16])
+    model, history = train_planner(samples, raster, real, _cfg(steps=400, eval_every=5, patience=2, lr=3e-2), seed=0, val=val)
+    curve = [h["val_l2"] for h in history if "val_l2" in h]
+    assert len(curve) == len(history) // 5 and len(history) < 400  # stopped early
+    assert curve[-1] > min(curve) and curve[-2] > min(curve)
+    final = float(np.linalg.norm(predict(model, val.images, val.status) - val.target, axis=-1).mean())
+    assert final == pytest.approx(min(curve), rel=1e-5)

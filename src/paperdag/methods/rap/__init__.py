@@ -15,10 +15,11 @@ from paperdag._lazy import attach
 __getattr__, __dir__, __all__ = attach(__name__, {
     "augment": ["Augmentation", "Perturbation", "augment_frames", "cross_agent_candidates", "future_in_frame", "perturb",
                 "recovery_sample"],
-    "metrics": ["ego_progress", "episode_rows", "l2_at", "pdm_score"],
+    "metrics": ["COMFORT_BOUNDS", "comfort_values", "comfortable", "ego_progress", "episode_rows", "l2_at", "pdm_score"],
     "model": ["DomainClassifier", "Planner", "dann_lambda", "grad_reverse", "images_to_tensor", "load_planner",
               "planner_state"],
-    "train": ["Samples", "history_summary", "samples_of", "TrainConfig", "predict", "train_planner"],
+    "train": ["Samples", "batch_indices", "frames_samples", "history_summary", "pair_terms", "samples_of", "TrainConfig", "predict",
+              "train_arm", "train_planner"],
 })
 SOURCES = ("real_log", "raster_log", "recovery", "cross_agent")  # the training sample kinds augment writes, arms choose from
 __all__ = sorted([*__all__, "SOURCES"])

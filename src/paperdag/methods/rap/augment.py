@@ -10,7 +10,8 @@ import numpy as np
 import polars as pl
 from rich.progress import track
 
-from paperdag.sim.driving import YAW, A, Camera, Road, V, raster_view, to_frame
+from paperdag.sim.driving import YAW, A, Camera, Road, V, to_frame
+from paperdag.sim.driving.layers import raster_view
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,15 @@ def augment_frames(train: pl.DataFrame, roads: dict[int, Road], ego_log: np.ndar
     stats = {"counts": dict(table.group_by("source").len().iter_rows()), "augmented_frames": len(images), "render_seconds": render_s,
              "raster_frames_per_s": len(images) / max(render_s, 1e-9)}
     return table, np.stack(images) if images else np.zeros((0, cam.height, cam.width, 3), np.uint8), stats
+
+
+def augment_split(scenarios: pl.DataFrame, frames: pl.DataFrame, ego_log: np.ndarray, agent_log: np.ndarray, image_size: list[int],
+                  aug: Augmentation, rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray, dict]:
+    """augment_frames on the train split only (validation and test frames never reach training)."""
+    from paperdag.methods.rap.logs import scenario_of
+
+    need = {"scenario", "split", "seg_length"} - set(scenarios.columns)
+    if need:
+        raise ValueError(f"augment: scenarios.parquet lacks columns {sorted(need)}: rerun synthesize")
+    roads = {r["scenario"]: scenario_of(r).road() for r in scenarios.iter_rows(named=True)}
+    return augment_frames(frames.filter(pl.col("split") == "train"), roads, ego_log, agent_log, Camera(*image_size), aug, rng)

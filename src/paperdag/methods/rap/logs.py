@@ -10,7 +10,8 @@ import polars as pl
 from rich.progress import track
 
 from paperdag.methods.rap.augment import future_in_frame
-from paperdag.sim.driving import A, V, Camera, Scenario, ScenarioConfig, log_expert, make_scenario, raster_view, real_view
+from paperdag.sim.driving import A, V, Camera, Scenario, ScenarioConfig, log_expert, make_scenario
+from paperdag.sim.driving.layers import raster_view, real_view
 
 
 def scenario_rows(scenarios: list[Scenario]) -> list[dict]:
@@ -51,19 +52,19 @@ def log_frames(scenarios: list[Scenario], splits: list[str], duration: float, dt
     return egos, agents, rows, real, raster, render_s
 
 
-def synthesize_logs(config: ScenarioConfig, train_scenarios: int, test_scenarios: int, duration: float, dt: float, waypoint_interval: float,
+def synthesize_logs(config: ScenarioConfig, splits: dict[str, int], duration: float, dt: float, waypoint_interval: float,
                     every: int, waypoints: int, cam: Camera, fps_probe_frames: int, rng: np.random.Generator) -> dict[str, object]:
-    """Random scenarios (train, then held-out test) logged by log_frames: the scenarios and frames tables, the ego and
+    """Random scenarios (`splits`: how many per split, in order: train, val, test) logged by log_frames: the scenarios and frames tables, the ego and
     agent logs, the real and raster images, and stats (frame count, image size, render times and frames per second,
     the rasteriser's frames/s at 64 x 128)."""
-    scenarios = [make_scenario(rng, config) for _ in range(train_scenarios + test_scenarios)]
-    splits = ["train"] * train_scenarios + ["test"] * test_scenarios
-    egos, agents, rows, real, raster, render_s = log_frames(scenarios, splits, duration, dt, waypoint_interval, every, waypoints, cam, rng)
+    names = [name for name, count in splits.items() for _ in range(count)]
+    scenarios = [make_scenario(rng, config) for _ in names]
+    egos, agents, rows, real, raster, render_s = log_frames(scenarios, names, duration, dt, waypoint_interval, every, waypoints, cam, rng)
     probe_fps = raster_fps(scenarios[0], egos[0], agents[0], fps_probe_frames)
     stats = {"frames": len(rows), "image_size": [cam.height, cam.width], "render_seconds": render_s,
              "raster_frames_per_s": len(rows) / max(render_s["raster"], 1e-9), "real_frames_per_s": len(rows) / max(render_s["real"], 1e-9),
              "raster_frames_per_s_64x128": probe_fps}
-    return {"scenarios": pl.DataFrame(scenario_rows(scenarios)).with_columns(pl.Series("split", splits)),
+    return {"scenarios": pl.DataFrame(scenario_rows(scenarios)).with_columns(pl.Series("split", names)),
             "frames": pl.DataFrame(rows), "ego_log": np.stack(egos), "agent_log": np.stack(agents),
             "real": np.stack(real), "raster": np.stack(raster), "synth_stats": stats, "scenario_list": scenarios}
 
