@@ -2,7 +2,7 @@
 reported pruning level, in one process (milco.md: at ~30 active dims, index >= 5x smaller and latency lower).
 
 The MILCO side encodes a fresh synthetic corpus of --n-docs documents with the pipeline's trained model
-(data/milco/models/milco, from `dvc repro milco-distill`) and mass-prunes it at --rho. The dense side holds
+(data/milco/0/models/milco, from `dvc repro milco-train`) and mass-prunes it at --rho. The dense side holds
 --n-docs 384-d float32 vectors (all-MiniLM-L6-v2's size) searched exactly with faiss flat inner product: its cost
 depends only on n and d, so random unit vectors stand in for the MiniLM encoding unless --dense-encode is given.
 
@@ -45,7 +45,7 @@ def per_query_ms(search_one, n: int, repeats: int) -> float:
 def main() -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())["milco"]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, default=ROOT / "data/milco/models/milco", help="a trained Milco directory")
+    ap.add_argument("--model", type=Path, default=ROOT / "data/milco/0/models/milco", help="a trained Milco directory")
     ap.add_argument("--n-docs", type=int, default=20000, help="documents indexed on both sides")
     ap.add_argument("--n-queries", type=int, default=300, help="queries timed")
     ap.add_argument("--rho", type=float, default=params["evaluate"]["headline_rho"], help="mass-pruning level")
@@ -54,13 +54,15 @@ def main() -> None:
     ap.add_argument("--dense-encode", action="store_true", help="encode the documents with MiniLM instead of random vectors")
     args = ap.parse_args()
     if not (args.model / "milco_config.json").exists():
-        raise SystemExit(f"{args.model} holds no trained model: run `dvc repro milco-distill` first")
+        raise SystemExit(f"{args.model} holds no trained model: run `dvc repro milco-train` first")
     torch.set_num_threads(2)
     faiss.omp_set_num_threads(1)
 
     s = params["synthesize"]
     world = build_world(s["languages"], args.n_docs, s["twin_fraction"], s["twin_size"], 1, 0, args.n_queries, 0,
-                        s["query_terms"], s["synonym_rate"], 0.5, seed=20260)
+                        s["query_terms"], s["synonym_rate"], 0.5, seed=20260, forms_per_word=s["forms_per_word"],
+                        homonym_rate=s["homonym_rate"], n_suffixes=s["n_suffixes"], compound_languages=s["compound_languages"],
+                        shuffle_order=s["shuffle_order"])
     docs = [d["text"] for d in world.docs]
     queries = [q["text"] for q in world.queries if q["split"] == "test"][: args.n_queries]
     model = Milco.from_pretrained(args.model)

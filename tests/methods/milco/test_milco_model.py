@@ -74,9 +74,19 @@ def test_milco_round_trips_through_save_pretrained(tiny: tuple[Milco, object], t
     assert model.with_echo(False)(**batch).echo is None
 
 
-def test_no_connector_needs_equal_hidden_sizes(tiny: tuple[Milco, object]) -> None:
-    """Without the connector the head reads H directly: a hidden-size mismatch is an error naming both sizes."""
+def test_no_connector_zero_pads_a_narrower_encoder_and_refuses_a_wider_one(tiny: tuple[Milco, object], tmp_path: Path) -> None:
+    """Without the connector the head reads H directly, zero-padded to the teacher's width (24 -> 40 here, nothing
+    learned); an encoder wider than the teacher is an error naming both sizes. The saved config names no path."""
     model, tok = tiny
-    teacher = tiny_masked_lm(tiny_bert_config(40, 16, 1, 2, 32))
-    with pytest.raises(ValueError, match="hidden 16.*hidden size 24"):
-        Milco.from_teacher(model.encoder, tok, teacher, connector=False, echo=True)
+    wide = tiny_masked_lm(tiny_bert_config(40, 40, 1, 2, 32))
+    padded = Milco.from_teacher(model.encoder, tok, wide, connector=False, echo=True)
+    h = torch.randn(2, 3, 24)
+    z = padded.connector(h)
+    assert z.shape == (2, 3, 40) and torch.equal(z[..., :24], h) and not z[..., 24:].any()
+    assert not list(padded.connector.parameters())
+    padded.save_pretrained(tmp_path / "m")
+    assert "_name_or_path" not in (tmp_path / "m" / "milco_config.json").read_text()
+    assert isinstance(Milco.from_pretrained(tmp_path / "m").connector, type(padded.connector))
+    narrow = tiny_masked_lm(tiny_bert_config(40, 16, 1, 2, 32))
+    with pytest.raises(ValueError, match=r"hidden 16.*hidden size 24"):
+        Milco.from_teacher(model.encoder, tok, narrow, connector=False, echo=True)

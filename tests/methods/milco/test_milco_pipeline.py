@@ -1,25 +1,31 @@
 """The milco pipeline at smoke scale, end to end (the shared repo conftest.py `smoke_build` built once; what every
-pipeline must satisfy is tests/pipelines/test_contract.py): saved models per ablation, headline and table per method
-and pruning level, LexEcho's dimensions, claims on plain numbers."""
+pipeline must satisfy is tests/pipelines/test_contract.py): saved models per ablation and the fair dense baseline,
+headline and table per replicate, method and pruning level, LexEcho's dimensions, path-free saved configs, and each
+claim failing when the method's output is replaced by its baseline's (pipeline contract, section 3)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import cli, smoke_group
 
 pytestmark = smoke_group("milco")
 
-HEADLINE_KEYS = {"ndcg10_milco", "ndcg10_bm25", "ndcg10_dense", "ndcg10_no_echo", "active_dims_pruned",
-                 "index_size_ratio_dense_over_milco", "latency_ratio_dense_over_milco", "ndcg10_milco_minus_bm25",
-                 "ndcg10_milco_minus_dense", "ndcg10_milco_minus_no_echo_propernoun", "ndcg10_milco_pruned_minus_dense"}
-CLAIMS = {"beats_bm25_crosslingual", "beats_dense_crosslingual", "lexecho_helps_proper_nouns", "about_30_active_dims",
-          "pruned_index_5x_smaller", "pruned_search_faster", "pruned_beats_dense"}
+HEADLINE_KEYS = {"ndcg10_translate_bm25", "ndcg10_dense_trained", "ndcg10_milco_pruned", "active_dims_pruned", "replicates",
+                 "ndcg10_dense", "ndcg10_bm25", "index_size_ratio_dense_trained_over_milco", "latency_ratio_dense_trained_over_milco",
+                 "milco_pruned_minus_translate_bm25", "milco_pruned_minus_dense_trained", "milco_minus_no_echo_propernoun",
+                 "milco_minus_no_connector"}
+CLAIMS = {"pruned_beats_translate_bm25", "pruned_beats_dense_trained", "lexecho_helps_proper_nouns", "connector_helps",
+          "about_30_active_dims", "pruned_index_5x_smaller", "pruned_search_faster"}
 VARIANTS = ("milco", "no_echo", "no_connector", "no_align")
+BASELINES = ("dense", "dense_trained", "bm25", "translate_bm25")
 
 
 @pytest.fixture(scope="module")
@@ -28,55 +34,137 @@ def repo(smoke_build) -> Path:
     return smoke_build("milco").repo
 
 
-def test_models_are_saved_per_ablation(repo: Path) -> None:
-    """Each variant's model is a save_pretrained encoder with its tokenizer and the MILCO config; the teacher and the
-    source tokenizer are saved too."""
-    for variant in VARIANTS:
-        model = repo / "data/milco/models" / variant
-        assert (model / "encoder" / "config.json").exists() and (model / "encoder" / "tokenizer.json").exists()
-        assert (model / "milco_config.json").exists()
-    assert (repo / "data/milco/teacher/config.json").exists() and (repo / "data/milco/tokenizer/tokenizer.json").exists()
+def _params(repo: Path) -> dict:
+    return yaml.safe_load((repo / "params.yaml").read_text())["milco"]
+
+
+def test_models_are_saved_per_replicate_and_variant_without_paths(repo: Path) -> None:
+    """Each replicate holds every variant's model (a save_pretrained encoder with its tokenizer and the MILCO config)
+    and the fair dense baseline, the teacher wider than the student; no saved config names a path of this checkout."""
+    params = _params(repo)
+    for r in params["replicates"]:
+        root = repo / f"data/milco/{r}"
+        for variant in VARIANTS:
+            model = root / "models" / variant
+            assert (model / "encoder" / "config.json").exists() and (model / "encoder" / "tokenizer.json").exists()
+            assert "_name_or_path" not in (model / "milco_config.json").read_text()
+        dense = json.loads((root / "models/dense_trained/encoder/config.json").read_text())
+        assert dense["hidden_size"] == params["model"]["hidden_size"]
+        assert json.loads((root / "teacher/config.json").read_text())["hidden_size"] == params["model"]["teacher_hidden_size"]
+        for config in root.rglob("*config.json"):
+            assert str(repo) not in config.read_text(), config
+
+
+def test_test_queries_never_reach_the_tokenizer(repo: Path) -> None:
+    """The source tokenizer's training text (contract section 7) holds the documents, the train queries and the
+    parallel text, and no test query."""
+    from paperdag.methods.milco.teacher import source_tokenizer_texts
+
+    queries = pl.read_parquet(repo / "data/milco/0/queries.parquet")
+    texts = source_tokenizer_texts(pl.read_parquet(repo / "data/milco/0/corpus.parquet"), queries,
+                                   pl.read_parquet(repo / "data/milco/0/parallel.parquet"))
+    train, test = (set(queries.filter(pl.col("split") == s)["text"]) for s in ("train", "test"))
+    assert train <= set(texts) and not (test - train) & set(texts)
 
 
 def test_headline_and_table(repo: Path) -> None:
-    """metrics.json carries the headline keys the claims read (each difference = method - baseline; no free-form
-    targets block), and a table row per method and pruning level with nDCG@10 in [0, 1]; pruning never adds active
-    dimensions."""
-    params = yaml.safe_load((repo / "params.yaml").read_text())["milco"]
+    """metrics.json carries the headline keys (intervals over the replicates; each difference = method - baseline,
+    paired), a table row per method and pruning level per replicate with nDCG@10 in [0, 1]; pruning never adds
+    active dimensions."""
+    params = _params(repo)
     rhos, headline_rho = params["index"]["rhos"], params["evaluate"]["headline_rho"]
     metrics = json.loads((repo / "data/milco/metrics.json").read_text())
-    headline, table = metrics["headline"], metrics["table"]
-    assert HEADLINE_KEYS <= set(headline)
-    assert "targets" not in metrics
-    h = headline
-    assert h["ndcg10_milco_minus_bm25"] == pytest.approx(h["ndcg10_milco"] - h["ndcg10_bm25"])
-    assert h["ndcg10_milco_minus_dense"] == pytest.approx(h["ndcg10_milco"] - h["ndcg10_dense"])
-    assert h["ndcg10_milco_minus_no_echo_propernoun"] == pytest.approx(h["ndcg10_milco_propernoun"] - h["ndcg10_no_echo"])
-    assert h["ndcg10_milco_pruned_minus_dense"] == pytest.approx(h["ndcg10_milco_pruned"] - h["ndcg10_dense"])
-    rows = {(r["variant"], r["rho"]) for r in table}
-    expected = {(v, rho) for v in VARIANTS for rho in rhos}
-    assert rows == expected | {("dense", None), ("bm25", None), ("translate_bm25", None)}
-    assert all(0.0 <= r["ndcg10"] <= 1.0 and {"recall100", "active_dims", "index_bytes", "latency_ms"} <= set(r) for r in table)
-    for v in VARIANTS:
-        full, pruned = (next(r for r in table if r["variant"] == v and r["rho"] == rho) for rho in (1.0, headline_rho))
-        assert pruned["active_dims"] <= full["active_dims"] and pruned["index_bytes"] <= full["index_bytes"]
-    assert headline["active_dims_pruned"] == next(r for r in table if r["variant"] == "milco" and r["rho"] == headline_rho)["active_dims"]
-    assert headline["index_size_ratio_dense_over_milco"] > 0 and headline["latency_ratio_dense_over_milco"] > 0
+    h = metrics["headline"]
+    assert HEADLINE_KEYS <= set(h) and len(params["replicates"]) == h["replicates"]
+    assert set(metrics["replicates"]) == {str(r) for r in params["replicates"]}
+    for key, rep in metrics["replicates"].items():
+        n, table = rep["numbers"], rep["table"]
+        assert n["ndcg10_milco_pruned"] - n["ndcg10_translate_bm25"] == pytest.approx(
+            h["milco_pruned_minus_translate_bm25"]["values"][list(metrics["replicates"]).index(key)])
+        rows = {(r["variant"], r["rho"]) for r in table}
+        assert rows == {(v, rho) for v in VARIANTS for rho in rhos} | {(b, None) for b in BASELINES}
+        assert all(0.0 <= r["ndcg10"] <= 1.0 and {"recall100", "active_dims", "index_bytes", "latency_ms"} <= set(r) for r in table)
+        for v in VARIANTS:
+            full, pruned = (next(r for r in table if r["variant"] == v and r["rho"] == rho) for rho in (1.0, headline_rho))
+            assert pruned["active_dims"] <= full["active_dims"] and pruned["index_bytes"] <= full["index_bytes"]
+        trained = next(r for r in table if r["variant"] == "dense_trained")
+        assert trained["active_dims"] == params["model"]["hidden_size"]
+    assert h["milco_pruned_minus_dense_trained"]["n"] == len(params["replicates"])
 
 
 def test_no_echo_variant_has_no_source_token_dimensions(repo: Path) -> None:
     """The no-LexEcho ablation indexes pivot terms only; the full model adds echoed source tokens."""
-    stats = json.loads((repo / "data/milco/index_stats.json").read_text())["sparse"]
-    by = {(s["variant"], s["rho"]): s for s in stats}
+    stats = json.loads((repo / "data/milco/0/index_stats.json").read_text())
+    by = {(s["variant"], s["rho"]): s for s in stats["sparse"]}
     assert by[("no_echo", 1.0)]["echo_dims"] == 0
     assert by[("milco", 1.0)]["echo_dims"] > 0
+    assert {"k1", "b", "tuning_ndcg10", "grid"} <= set(stats["translate"])
 
 
-def test_claims_are_declared_on_plain_numbers(repo: Path) -> None:
-    """pipelines/milco.yaml declares one claim per milco.md target, on headline keys; each is a plain number, so held
-    or not held, never within noise."""
+def test_claims_are_declared_on_intervals(repo: Path) -> None:
+    """pipelines/milco.yaml declares the issue's claims, each on an interval over the replicates."""
     from paperdag.engine.claims import evaluate_pipeline
 
     claims = evaluate_pipeline(repo, "milco")
     assert set(claims) == CLAIMS
-    assert all(c["status"] in {"held", "not_held"} for c in claims.values())
+    assert all(c["n"] == len(_params(repo)["replicates"]) and c["ci95_low"] is not None for c in claims.values())
+
+
+def _swapped(built: Path, dest: Path, swap: Callable[[Path, dict], None]) -> dict[str, dict]:
+    """Copy the built repo, let `swap(replicate dir, params)` rewrite what evaluate reads in every replicate, rerun
+    `paperdag stage milco:evaluate` there and evaluate the claims on its new metrics."""
+    from paperdag.engine.claims import evaluate_pipeline
+
+    repo = shutil.copytree(built, dest, symlinks=True)
+    params = _params(repo)
+    for r in params["replicates"]:
+        swap(repo / f"data/milco/{r}", params)
+    cli(repo, "stage", "milco:evaluate")
+    return evaluate_pipeline(repo, "milco")
+
+
+def _rankings_as(variant: str, rho: float | None) -> Callable[[Path, dict], None]:
+    """MILCO's rankings at the headline rho replaced by `variant`'s (at `rho`, None for a baseline), query by query."""
+    def swap(root: Path, params: dict) -> None:
+        runs = pl.read_parquet(root / "runs.parquet")
+        source = runs.filter((pl.col("variant") == variant) & (pl.col("rho").is_null() if rho is None else pl.col("rho") == rho))
+        target = (pl.col("variant") == "milco") & (pl.col("rho") == params["evaluate"]["headline_rho"])
+        swapped = (runs.filter(target).drop("ranking").join(source.select("query_id", "ranking"), on="query_id").select(runs.columns))
+        pl.concat([runs.filter(~target), swapped]).write_parquet(root / "runs.parquet")
+    return swap
+
+
+@pytest.mark.parametrize(("claim", "variant", "at_headline"), [
+    ("pruned_beats_translate_bm25", "translate_bm25", False),
+    ("pruned_beats_dense_trained", "dense_trained", False),
+    ("lexecho_helps_proper_nouns", "no_echo", True),
+    ("connector_helps", "no_connector", True),
+])
+def test_quality_claims_fail_when_milco_ranks_as_its_baseline(repo: Path, tmp_path: Path, claim: str, variant: str,
+                                                              at_headline: bool) -> None:
+    """Claim falsification: MILCO's pruned rankings replaced by the baseline's (the same queries, every replicate) give
+    a paired difference of 0 in every replicate: the claim is then not held."""
+    rho = _params(repo)["evaluate"]["headline_rho"] if at_headline else None
+    claims = _swapped(repo, tmp_path / "repo", _rankings_as(variant, rho))
+    assert claims[claim]["status"] == "not_held", claims[claim]
+    assert claims[claim]["value"] == 0.0
+
+
+def test_size_and_latency_claims_fail_when_milco_is_the_dense_baseline(repo: Path, tmp_path: Path) -> None:
+    """Claim falsification: MILCO's pruned index given the fair dense baseline's bytes and dimensions, and its search
+    the dense search's latency, make both ratios 1 and the active dims the dense dimension: all three not held."""
+    def swap(root: Path, params: dict) -> None:
+        stats = json.loads((root / "index_stats.json").read_text())
+        rho, trained = params["evaluate"]["headline_rho"], stats["dense_trained"]
+        for row in stats["sparse"]:
+            if row["variant"] == "milco" and row["rho"] == rho:
+                row |= {"index_bytes": trained["index_bytes"], "active_dims": float(trained["dim"])}
+        (root / "index_stats.json").write_text(json.dumps(stats))
+        latency = json.loads((root / "latency.json").read_text())
+        latency[f"milco/rho_{rho:g}"]["search_ms_mean"] = latency["dense_trained"]["search_ms_mean"]
+        (root / "latency.json").write_text(json.dumps(latency))
+
+    assert _params(repo)["model"]["hidden_size"] > 30  # so the dense dimension breaks the ~30 dims claim
+    claims = _swapped(repo, tmp_path / "repo", swap)
+    for name in ("pruned_index_5x_smaller", "pruned_search_faster", "about_30_active_dims"):
+        assert claims[name]["status"] == "not_held", claims[name]

@@ -1,11 +1,45 @@
-"""The model's params types: the encoder's sizes (or a local checkpoint) and a variant's ablation switches, read
-from params.yaml milco.model and milco.variants.<variant>."""
+"""The stages' params types, read from params.yaml milco.*: the world, the encoder's sizes (or a local
+checkpoint), the teacher, the variants' training, indexing, retrieval and evaluation. Every stage but evaluate is a
+matrix element (`item.replicate`, its seed the engine's per element)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import PositiveInt
+from pydantic import AfterValidator, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+
+from paperdag.engine import Item
+from paperdag.engine.params import Fraction, PositiveFraction
+
+
+def _with_unpruned(rhos: list[float]) -> list[float]:
+    if 1.0 not in rhos:
+        raise ValueError("1.0 (no pruning) is required: the unpruned index is the headline's reference")
+    return rhos
+
+
+@dataclass(frozen=True)
+class SynthesizeParams:
+    languages: list[str]
+    n_docs: PositiveInt
+    twin_fraction: Fraction
+    twin_size: PositiveInt
+    n_parallel: PositiveInt
+    n_train_queries: PositiveInt
+    n_test_crosslingual: PositiveInt
+    n_test_propernoun: PositiveInt
+    query_terms: PositiveInt
+    synonym_rate: Fraction
+    train_fraction: Fraction
+    forms_per_word: PositiveInt
+    homonym_rate: Fraction
+    n_suffixes: NonNegativeInt
+    compound_languages: NonNegativeInt
+    shuffle_order: bool
+    real_name_locales: list[str]
+    item: Item
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -22,7 +56,64 @@ class ModelParams:
 
 
 @dataclass(frozen=True)
+class TrainTeacherParams(ModelParams):
+    dense_teacher: str
+    temperature: PositiveFloat
+    group_size: PositiveInt
+    hard_negative_pool: PositiveInt
+    warmup_steps: NonNegativeInt
+    distill_steps: NonNegativeInt
+    lr: PositiveFloat
+    batch: PositiveInt
+    group_batch: PositiveInt
+    lambda_q: NonNegativeFloat
+    lambda_d: NonNegativeFloat
+    item: Item
+    seed: int
+
+
+@dataclass(frozen=True)
 class VariantParams:
-    variant: str  # name of the model variant (milco, no_echo, no_connector, no_align)
-    connector: bool  # Z = GELU(W H); False: the English head reads H directly
+    connector: bool  # Z = GELU(W H); False: the English head reads H zero-padded to h_e
     echo: bool  # LexEcho head
+    align: bool  # stage 1 (sparse alignment) before stage 2; False: the no-alignment ablation
+
+
+@dataclass(frozen=True)
+class TrainParams(ModelParams):
+    variants: dict[str, VariantParams]  # MILCO and its ablations; the fair dense baseline is trained beside them
+    align_steps: PositiveInt
+    align_lr: PositiveFloat
+    align_batch: PositiveInt
+    distill_steps: PositiveInt
+    distill_lr: PositiveFloat
+    distill_batch: PositiveInt
+    lambda_q: NonNegativeFloat
+    lambda_d: NonNegativeFloat
+    temperature: PositiveFloat  # the dense baseline's score scale: the dense teacher's temperature
+    item: Item
+    seed: int
+
+
+@dataclass(frozen=True)
+class IndexParams:
+    rhos: Annotated[list[PositiveFraction], AfterValidator(_with_unpruned)]
+    dense_encoder: str
+    bm25_k1: list[NonNegativeFloat]  # translate-then-BM25's k1 and b: the best on the train queries (its own tuning)
+    bm25_b: list[Fraction]
+    max_length: PositiveInt
+    item: Item
+
+
+@dataclass(frozen=True)
+class RetrieveParams:
+    dense_encoder: str
+    max_length: PositiveInt
+    latency_repeats: PositiveInt
+    prune_queries: bool
+    item: Item
+
+
+@dataclass(frozen=True)
+class EvaluateParams:
+    headline_rho: PositiveFraction

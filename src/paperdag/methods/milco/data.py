@@ -1,8 +1,11 @@
-"""The offline multilingual world: English template documents, "cipher languages" (a deterministic word-level
-mapping into each language's own script), untranslatable proper nouns, keyword queries and parallel text.
+"""The offline multilingual world: English template documents, "cipher languages" (each in its own script, with
+synonyms, homonyms, inflections, compounds and its own word order: CipherLanguage), untranslatable proper nouns,
+keyword queries and a limited parallel text.
 
 Every document is an English fact, "<name> is a <adjective> <profession> who <verb> <color> <object> in <city>
-every <time>", rendered in one cipher language. Content words translate word by word; a proper noun is only
+every <time>", rendered in one cipher language. Each occurrence of a content word draws a synonym stem and an
+inflection, so a word-level dictionary learned from a few hundred parallel sentences misses unseen forms and
+compounds (translate-then-BM25 is real but imperfect), while a sub-word encoder can generalise; a proper noun is only
 transliterated into the language's script, and the names of the searched documents never occur in the parallel
 text, so the English (pivot) vocabulary cannot express them: only an exact match on source tokens (LexEcho) can.
 """
@@ -69,20 +72,53 @@ class Fact:
 
 @dataclass(frozen=True)
 class CipherLanguage:
-    """A word-level mapping of English into its own script; proper nouns are transliterated letter by letter."""
+    """A language that differs from English in more than spelling, written in its own script:
+
+    - many-to-many words: each English word has 1..forms_per_word foreign synonyms (one drawn per occurrence), and
+      some foreign stems are homonyms shared by two English words of the same slot;
+    - morphology: every content word carries one of the language's inflection suffixes, drawn per occurrence;
+    - compounding: with `compounds`, adjective + profession and color + object are written as one word;
+    - word order: the sentence's phrases in the language's own order (a permutation of English's);
+    proper nouns are only transliterated letter by letter (never inflected).
+    """
 
     name: str
-    lexicon: dict[str, str]  # English word -> foreign word
+    lexicon: dict[str, tuple[str, ...]]  # English word -> its foreign stems (synonyms)
     letters: dict[str, str]  # Latin letter -> letter of the script (transliteration)
-    reverse_order: bool = False  # the language writes a sentence's words in reverse order
+    suffixes: tuple[str, ...] = ("",)  # inflection suffixes of content words
+    compounds: bool = False  # adjective+profession, color+object written as one word
+    order: tuple[int, ...] = (0, 1, 2, 3, 4)  # the language's order of English's five phrases (PHRASES)
 
     def transliterate(self, name: str) -> str:
         return "".join(self.letters.get(c, c) for c in name.lower())
 
-    def render(self, words: list[tuple[str, str]]) -> str:
-        """A sentence of (slot, English word) pairs in this language."""
-        out = [self.transliterate(w) if slot == "name" else self.lexicon[w] for slot, w in words]
-        return " ".join(reversed(out) if self.reverse_order else out)
+    def word(self, slot: str, english_word: str, rng: random.Random) -> str:
+        """One surface form: the name transliterated, a function word as is, a content word as a drawn synonym stem
+        with a drawn suffix."""
+        if slot == "name":
+            return self.transliterate(english_word)
+        stem = rng.choice(self.lexicon[english_word])
+        return stem if not slot else stem + rng.choice(self.suffixes)
+
+    def render(self, words: list[tuple[str, str]], rng: random.Random) -> str:
+        """A sentence (Fact.words()) or keyword list of (slot, English word) pairs in this language; keyword lists
+        (no function words) keep their order and are never compounded."""
+        if not any(slot == "" for slot, _ in words):
+            return " ".join(self.word(slot, w, rng) for slot, w in words)
+        phrases: list[list[str]] = [[] for _ in PHRASES]
+        slot_phrase = {slot: i for i, phrase in enumerate(PHRASES) for slot in phrase}
+        current = 0
+        for slot, w in words:
+            current = slot_phrase.get(slot, current)
+            phrases[current].append(self.word(slot, w, rng))
+            if self.compounds and slot in ("profession", "object") and len(phrases[current]) >= 2:
+                second = phrases[current].pop()
+                phrases[current][-1] = phrases[current][-1] + second
+        return " ".join(w for i in self.order for w in phrases[i])
+
+
+# English's phrases, in English order: a language writes them in its own order (CipherLanguage.order)
+PHRASES: tuple[tuple[str, ...], ...] = (("name",), ("adjective", "profession"), ("verb", "color", "object"), ("city",), ("time",))
 
 
 def english(words: list[tuple[str, str]]) -> str:
@@ -95,24 +131,46 @@ def english_vocabulary() -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def make_language(name: str, seed: int, reverse_order: bool = False) -> CipherLanguage:
-    """A cipher language in the script `name` (a key of SCRIPTS): distinct random words of 3-8 letters."""
+def _slot_of(word: str) -> str:
+    """The slot an English word (or query synonym) fills; '' for function words."""
+    inverse = {v: k for k, v in SYNONYMS.items()}
+    base = inverse.get(word, word)
+    return next((slot for slot, values in SLOTS.items() if base in values), "")
+
+
+def make_language(name: str, seed: int, *, forms_per_word: int = 1, homonym_rate: float = 0.0, n_suffixes: int = 0,
+                  compounds: bool = False, shuffle_order: bool = False) -> CipherLanguage:
+    """A language in the script `name` (a key of SCRIPTS): per English word 1..forms_per_word distinct random stems
+    of 3-7 letters; with probability homonym_rate a word's first stem is another word's of the same slot; n_suffixes
+    inflections of 1-2 letters (0: none); with shuffle_order, its own phrase order."""
     if name not in SCRIPTS:
         raise ValueError(f"unknown cipher language {name!r}: choose from {sorted(SCRIPTS)}")
     alphabet = SCRIPTS[name]
     rng = random.Random(f"{seed}:{name}")
-    lexicon: dict[str, str] = {}
     used: set[str] = set()
-    for word in english_vocabulary():
+
+    def stem() -> str:
         while True:
-            foreign = "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 8)))
+            foreign = "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 7)))
             if foreign not in used:
-                break
-        used.add(foreign)
-        lexicon[word] = foreign
+                used.add(foreign)
+                return foreign
+
+    lexicon: dict[str, tuple[str, ...]] = {}
+    by_slot: dict[str, list[str]] = {}
+    for word in english_vocabulary():
+        slot = _slot_of(word)
+        forms = [stem() for _ in range(rng.randint(1, forms_per_word) if slot else 1)]
+        peers = by_slot.setdefault(slot, [])
+        if slot and peers and rng.random() < homonym_rate:
+            forms[0] = lexicon[rng.choice(peers)][0]  # a homonym: one stem, two meanings
+        peers.append(word)
+        lexicon[word] = tuple(forms)
+    suffixes = tuple(sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 2))) for _ in range(n_suffixes)})) or ("",)
     latin = "abcdefghijklmnopqrstuvwxyz"
     letters = {c: alphabet[i % len(alphabet)] for i, c in enumerate(rng.sample(latin, len(latin)))}
-    return CipherLanguage(name=name, lexicon=lexicon, letters=letters, reverse_order=reverse_order)
+    order = tuple(rng.sample(range(len(PHRASES)), len(PHRASES))) if shuffle_order else tuple(range(len(PHRASES)))
+    return CipherLanguage(name=name, lexicon=lexicon, letters=letters, suffixes=suffixes, compounds=compounds, order=order)
 
 
 def proper_nouns(n: int, rng: random.Random, exclude: set[str] = frozenset()) -> list[str]:
@@ -154,18 +212,26 @@ def build_world(
     synonym_rate: float,
     train_fraction: float,
     seed: int,
+    *,
+    forms_per_word: int = 1,
+    homonym_rate: float = 0.0,
+    n_suffixes: int = 0,
+    compound_languages: int = 0,
+    shuffle_order: bool = False,
 ) -> World:
     """The corpus (each document in one language), keyword queries with their relevant documents, parallel text.
 
     Twin groups: `twin_size` documents with identical content slots and different names, so a query naming the
     entity is answered only by the name. Cross-lingual queries (query language != document language) name no
     entity; proper-noun queries are in the document's language and hinge on the name. Train queries target only
-    the first `train_fraction` of the documents, test queries only the rest.
+    the first `train_fraction` of the documents, test queries only the rest. The languages' morphology
+    (make_language): forms_per_word, homonym_rate, n_suffixes, shuffle_order; the first compound_languages compound.
     """
     if len(languages) < 2:
         raise ValueError("params.yaml milco.synthesize.languages: cross-lingual queries need at least two languages")
     rng = random.Random(seed)
-    langs = [make_language(name, seed, reverse_order=i % 2 == 1) for i, name in enumerate(languages)]
+    langs = [make_language(name, seed, forms_per_word=forms_per_word, homonym_rate=homonym_rate, n_suffixes=n_suffixes,
+                           compounds=i < compound_languages, shuffle_order=shuffle_order) for i, name in enumerate(languages)]
     world = World(languages=langs)
     doc_names = proper_nouns(n_docs, rng)
     parallel_names = proper_nouns(max(1, n_parallel // 2), rng, exclude=set(doc_names))
@@ -187,7 +253,7 @@ def build_world(
         lang = rng.choice(langs)
         words = fact.words()
         world.docs.append({
-            "doc_id": doc_id, "lang": lang.name, "text": lang.render(words), "english": english(words),
+            "doc_id": doc_id, "lang": lang.name, "text": lang.render(words, rng), "english": english(words),
             "name": fact.name, "slots": fact.slots, "twin_group": twin, "split": "train" if doc_id < n_train_docs else "test",
         })
 
@@ -209,7 +275,7 @@ def build_world(
         if name is not None:
             words = [("name", name)] + words
         return {"query_id": len(world.queries), "kind": kind, "split": split, "lang": qlang.name,
-                "text": qlang.render(words), "english": english(words), "doc_id": doc["doc_id"],
+                "text": qlang.render(words, rng), "english": english(words), "doc_id": doc["doc_id"],
                 "relevant": relevant(terms, name)}
 
     by_split = {s: [d for d in world.docs if d["split"] == s] for s in ("train", "test")}
@@ -234,7 +300,7 @@ def build_world(
         fact = random_fact(parallel_names[k % len(parallel_names)], rng)
         words = [(s, SYNONYMS[w] if w in SYNONYMS and rng.random() < synonym_rate else w) for s, w in fact.words()]
         for lang in langs:
-            world.parallel.append({"lang": lang.name, "source": lang.render(words), "english": english(words)})
+            world.parallel.append({"lang": lang.name, "source": lang.render(words, rng), "english": english(words)})
     return world
 
 

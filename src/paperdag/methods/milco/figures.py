@@ -8,12 +8,12 @@ from matplotlib.figure import Figure
 from paperdag.methods.milco.evaluation import find_row
 
 _STYLE = {"milco": ("tab:blue", "o"), "no_echo": ("tab:orange", "s"), "no_connector": ("tab:green", "^"), "no_align": ("tab:red", "v")}
-_FLAT = {"dense": ("black", "-"), "bm25": ("tab:gray", "--"), "translate_bm25": ("tab:purple", ":")}
+_FLAT = {"dense_trained": ("black", "-"), "dense": ("tab:brown", "-."), "bm25": ("tab:gray", "--"), "translate_bm25": ("tab:purple", ":")}
 
 
 def pruning_curve(table: list[dict], headline_rho: float) -> Figure:
     """nDCG@10 against average active dimensions per document (mass-pruning curve) per variant, on both query sets;
-    baselines as horizontal lines (dense labelled with its 384 dimensions)."""
+    baselines as horizontal lines (the dense ones labelled with their dimensions); the mean over replicates."""
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, kind, title in zip(axes, ("crosslingual", "propernoun"), ("cross-lingual queries", "proper-noun queries (same language)"), strict=True):
@@ -27,7 +27,7 @@ def pruning_curve(table: list[dict], headline_rho: float) -> Figure:
                                label=f"milco at rho={headline_rho:g} (headline)")
         for variant, (color, style) in _FLAT.items():
             r = find_row(table, variant)
-            label = f"{variant} ({r['active_dims']} dims)" if variant == "dense" else variant
+            label = f"{variant} ({r['active_dims']:g} dims)" if variant.startswith("dense") else variant
             ax.axhline(r[f"ndcg10_{kind}"], color=color, linestyle=style, linewidth=1.2, label=label)
         ax.set_xscale("log")
         ax.set_xlabel("average active dimensions per document (after mass pruning)")

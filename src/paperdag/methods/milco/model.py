@@ -3,7 +3,7 @@ mapped by a connector into the hidden space of an English learned-sparse (SPLADE
 model's masked-language-model head, plus the LexEcho head weighting the source tokens themselves.
 
     H = Encoder(x)                                    # (B, T, h_m) multilingual token states
-    Z = GELU(W H)                                     # (B, T, h_e) connector (identity in the no-connector ablation)
+    Z = GELU(W H)                                     # (B, T, h_e) connector; no-connector ablation: Z = [H, 0] (zero-padded to h_e)
     L = Head(Z) * mask                                # (B, T, V_en) English lexical (MLM) logits
     t = log(1 + relu(max_T L))                        # (B, V_en) pivot vector, one weight per English term
     w_i = relu(echo(H_i)) * mask_i * scale            # (B, T) LexEcho weight of source token i, keyed by its id
@@ -38,9 +38,26 @@ class SparseRep:
     echo: torch.Tensor | None  # (B, T) w_i, non-negative; None without LexEcho
 
 
+def path_free(config: dict) -> dict:
+    """A saved model config without the checkout's paths (`_name_or_path` is where the model was loaded from), so
+    that its bytes are the same in every clone."""
+    return {k: v for k, v in config.items() if k not in ("_name_or_path", "name_or_path")}
+
+
+class ZeroPad(nn.Module):
+    """The no-connector ablation's map of H (B, T, h_m) into the head's width h_e >= h_m: [H, 0]; nothing learned."""
+
+    def __init__(self, extra: int) -> None:
+        super().__init__()
+        self.extra = extra
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return nn.functional.pad(h, (0, self.extra)) if self.extra else h
+
+
 @dataclass(frozen=True)
 class MilcoConfig:
-    connector: bool  # Z = GELU(W H); False: the head reads H directly (needs h_m == h_e)
+    connector: bool  # Z = GELU(W H); False: the head reads H directly, zero-padded to h_e (needs h_m <= h_e)
     echo: bool  # LexEcho head on
     head_config: dict  # the English model's BertConfig (hidden size h_e, vocabulary V_en) the head was built for
     special_ids: list[int]  # source ids never echoed ([CLS], [SEP], [PAD], ...)
@@ -53,11 +70,11 @@ class Milco(nn.Module):
                  config: MilcoConfig) -> None:
         super().__init__()
         h_m, h_e = encoder.config.hidden_size, config.head_config["hidden_size"]
-        if not config.connector and h_m != h_e:
+        if not config.connector and h_m > h_e:
             raise ValueError(f"without a connector the English head (hidden {h_e}) reads the encoder states directly, "
-                             f"which have hidden size {h_m}: give both models the same hidden size")
+                             f"zero-padded, which have hidden size {h_m} > {h_e}: give the teacher at least the encoder's size")
         self.encoder, self.head, self.tokenizer, self.config = encoder, head, tokenizer, config
-        self.connector = nn.Sequential(nn.Linear(h_m, h_e), nn.GELU()) if config.connector else nn.Identity()
+        self.connector = nn.Sequential(nn.Linear(h_m, h_e), nn.GELU()) if config.connector else ZeroPad(h_e - h_m)
         self.echo_head = nn.Linear(h_m, 1) if config.echo else None
         self.scale = nn.Parameter(torch.ones(1)) if config.echo else None  # learnable, initialised to 1
         self.register_buffer("special", torch.tensor(sorted(config.special_ids), dtype=torch.long), persistent=False)
@@ -66,7 +83,7 @@ class Milco(nn.Module):
     def from_teacher(cls, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, teacher: PreTrainedModel,
                      connector: bool, echo: bool) -> Milco:
         """A student whose English head starts as a copy of the English teacher's MLM head (as in the paper)."""
-        config = MilcoConfig(connector=connector, echo=echo, head_config=teacher.config.to_dict(),
+        config = MilcoConfig(connector=connector, echo=echo, head_config=path_free(teacher.config.to_dict()),
                              special_ids=sorted(set(tokenizer.all_special_ids)))
         return cls(encoder, copy.deepcopy(teacher.cls), tokenizer, config)
 

@@ -13,16 +13,20 @@ from paperdag.methods.milco.config import ModelParams
 from paperdag.methods.milco.model import Milco
 
 
-def new_student(model: ModelParams, teacher: PreTrainedModel, tokenizer_dir: Path, seed: int, *, connector: bool, echo: bool) -> Milco:
-    """The encoder (tiny of the model's sizes, or its local checkpoint `model.encoder`), the connector, the
-    teacher's MLM head copied."""
+def new_encoder(model: ModelParams, tokenizer_dir: Path, seed: int) -> tuple[PreTrainedModel, Any]:
+    """A fresh encoder, tiny of the model's sizes on the source tokenizer (initialised from torch's seed `seed`), or
+    its local checkpoint `model.encoder`; and its tokenizer. MILCO's students and the fair dense baseline start here."""
     torch.manual_seed(seed)
     if model.encoder:
-        encoder, tokenizer = load_encoder_and_tokenizer(model.encoder)
-    else:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-        encoder = tiny_encoder(tiny_bert_config(len(tokenizer), model.hidden_size, model.num_layers, model.num_heads,
-                                                model.intermediate_size, model.max_length))
+        return load_encoder_and_tokenizer(model.encoder)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    return tiny_encoder(tiny_bert_config(len(tokenizer), model.hidden_size, model.num_layers, model.num_heads,
+                                         model.intermediate_size, model.max_length)), tokenizer
+
+
+def new_student(model: ModelParams, teacher: PreTrainedModel, tokenizer_dir: Path, seed: int, *, connector: bool, echo: bool) -> Milco:
+    """The encoder (new_encoder), the connector, the teacher's MLM head copied."""
+    encoder, tokenizer = new_encoder(model, tokenizer_dir, seed)
     return Milco.from_teacher(encoder, tokenizer, teacher, connector=connector, echo=echo)
 
 

@@ -49,6 +49,13 @@ def dense_teacher_groups(encoder: str, corpus: pl.DataFrame, queries: pl.DataFra
     return pl.DataFrame(rows, schema={"query_id": pl.Int64, "doc_ids": pl.List(pl.Int64), "teacher_scores": pl.List(pl.Float64)})
 
 
+def source_tokenizer_texts(corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame) -> list[str]:
+    """What the multilingual tokenizer is trained on: the documents (what is indexed), the train queries and both
+    sides of the parallel text; never a test query (no leak into the vocabulary)."""
+    train_queries = queries.filter(pl.col("split") == "train")["text"].to_list()
+    return [*corpus["text"], *train_queries, *parallel["source"], *corpus["english"], *parallel["english"]]
+
+
 def train_teacher(p: Any, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame) -> tuple[Any, Any, Any, pl.DataFrame, dict]:
     """Multilingual + English tokenizers, the dense teacher's (all-MiniLM-L6-v2 on the English side) group scores,
     and the English SPLADE-like teacher trained on English text: (teacher, English tokenizer, multilingual
@@ -58,8 +65,7 @@ def train_teacher(p: Any, corpus: pl.DataFrame, queries: pl.DataFrame, parallel:
     if p.encoder:
         _, src_tok = load_encoder_and_tokenizer(p.encoder)
     else:
-        src_tok = train_wordpiece(corpus["text"].to_list() + queries["text"].to_list() + parallel["source"].to_list()
-                                  + english_texts, p.src_vocab_size)
+        src_tok = train_wordpiece(source_tokenizer_texts(corpus, queries, parallel), p.src_vocab_size)
 
     start = time.perf_counter()
     groups = dense_teacher_groups(p.dense_teacher, corpus, queries, p.group_size, p.hard_negative_pool, p.temperature, p.seed)

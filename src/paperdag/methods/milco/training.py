@@ -12,7 +12,6 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -220,13 +219,3 @@ def distill_on_groups(student: Milco, corpus: pl.DataFrame, queries: pl.DataFram
     data = groups_data(student.tokenizer, train["text"].to_list(), corpus.sort("doc_id")["text"].to_list(), groups["doc_ids"].to_list(),
                        groups["teacher_scores"].to_list(), max_length)
     return distill(student, data, TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, seed=seed), batch, lambda_q, lambda_d)
-
-
-def aligned_student(path: Path, variant: str, *, connector: bool, echo: bool) -> Milco:
-    """The student stage 1 aligned, with LexEcho switched to `echo` (stage 1 never trains it); its connector must be
-    the variant's."""
-    student = Milco.from_pretrained(path)
-    if isinstance(student.connector, torch.nn.Identity) == connector:
-        raise ValueError(f"milco variant {variant}: connector={connector} but its `aligned` dep was aligned with the other "
-                         "setting; point the stage's aligned dep at the matching align stage in pipelines/milco.yaml")
-    return student.with_echo(echo)
