@@ -42,8 +42,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     data = Path(args.data)
-    if not (data / "memory.safetensors").exists():
-        sys.exit(f"{data}/memory.safetensors is missing: run `dvc repro tokmem-train_memory` (or paperdag run tokmem) first")
+    if not (data / "memory/0.safetensors").exists():
+        sys.exit(f"{data}/memory/0.safetensors is missing: run `dvc repro tokmem-train_memory@0` (or paperdag run tokmem) first")
     backbone, tokenizer = load_causal_lm(data / "backbone")
     procedures = pl.read_parquet(data / "procedures.parquet").filter(pl.col("split") == "memory").sort("id")
     examples = pl.read_parquet(data / "examples.parquet")
@@ -53,7 +53,7 @@ def main() -> None:
     bank = MemoryBank(backbone)
     bank.add(procedures.height, 1.0, seed=0)
     with torch.no_grad():
-        bank.new.copy_(load_file(data / "memory.safetensors")["rows"])
+        bank.new.copy_(load_file(data / "memory/0.safetensors")["rows"])
     tokmem_model = bank.materialise()
     encoder = load_encoder()
     descriptions = procedures["description"].to_list()

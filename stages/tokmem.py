@@ -13,9 +13,10 @@ from typing import Annotated, Literal
 import polars as pl
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
+from paperdag.engine import Item
 from paperdag.lm import TinyLMConfig
 from paperdag.methods.tokmem import (LETTERS, METHODS, BaselineSettings, MemorySettings, headline, make_world,
-                                     metric_vs_procedures, procedures_table, score_table)
+                                     metric_vs_procedures, procedures_table, replicated_headline, score_table)
 
 # torch, peft, the tiny LM, the memory bank and retrieval are imported inside the stage functions: importing this
 # module stays cheap (tests/engine/test_imports.py).
@@ -59,6 +60,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 class TrainBackboneParams(TinyLMConfig):
     mixture: dict[Literal["described", "token", "calls"], NonNegativeFloat]  # the three training formats
     max_new_tokens: PositiveInt
+    min_described_em: Annotated[float, Field(ge=0, le=1)]  # held-out EM reading a description the backbone must reach
 
 
 def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, examples: pl.DataFrame) -> dict[str, object]:
@@ -76,6 +78,10 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
     train, test, answers = backbone_pools(tokenizer, backbone, examples)
     report = fit_pools(model, train, params.mixture, params, tokenizer.pad_token_id, "tokmem backbone")
     stats: dict[str, object] = backbone_scores(model, tokenizer, test, answers, params.max_new_tokens)
+    if stats["described_em"] < params.min_described_em:  # every comparison downstream rests on a backbone that reads
+        raise ValueError(f"tokmem train_backbone: held-out EM reading a description is {stats['described_em']:.3f} < "
+                         f"train_backbone.min_described_em = {params.min_described_em}: the backbone did not learn its "
+                         "task; raise train_backbone.steps or the model size")
     stats.update({"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer),
                   "procedure_tokens": backbone.height, "steps": params.steps, "final_loss": report.final(),
                   "loss": report.losses["loss"], "train_seconds": time.perf_counter() - start})
@@ -88,6 +94,7 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
 @dataclass(frozen=True)
 class TrainMemoryParams(MemorySettings):
     threads: PositiveInt
+    item: Item  # the matrix element: item.replicate (its own seed)
 
 
 def train_memory(params: TrainMemoryParams, model: Path, procedures: pl.DataFrame, examples: pl.DataFrame) -> dict[str, object]:
@@ -107,7 +114,7 @@ def train_memory(params: TrainMemoryParams, model: Path, procedures: pl.DataFram
     bank, order, frames, losses = memory_rounds(backbone, tokenizer, procedures, examples, fallback, params)
     unchanged = all(torch.equal(before[k], v) for k, v in backbone.state_dict().items())
     tool_rows, calls, tool_losses, lora_params = tool_track(backbone, tokenizer, procedures, examples, fallback, params)
-    stats = {"backbone_unchanged": unchanged, "trainable_per_procedure": int(bank.rows().shape[1]),
+    stats = {"replicate": params.item.replicate, "backbone_unchanged": unchanged, "trainable_per_procedure": int(bank.rows().shape[1]),
              "trainable_tokmem": int(bank.rows().numel()), "trainable_tool_rows": int(tool_rows.numel()),
              "trainable_tool_lora": lora_params, "rounds": len(losses), "procedures": len(order),
              "loss_per_round": losses, "tool_loss_per_round": tool_losses, "train_seconds": time.perf_counter() - start}
@@ -121,11 +128,13 @@ def train_memory(params: TrainMemoryParams, model: Path, procedures: pl.DataFram
 @dataclass(frozen=True)
 class BaselinesParams(BaselineSettings):
     threads: PositiveInt
+    item: Item  # the matrix element: item.replicate (its own seed)
 
 
 def baselines(params: BaselinesParams, model: Path, procedures: pl.DataFrame, examples: pl.DataFrame) -> dict[str, object]:
-    """RAG (MiniLM retrieves a description into the prompt), prompt tuning (one soft prompt per procedure, routed by
-    the same retrieval), sequential LoRA without and with replay; each tested after every round like TokMem."""
+    """RAG (MiniLM retrieves a description into the prompt; paraphrased and named queries), prompt tuning (one soft
+    prompt per procedure, routed by the same retrieval), sequential LoRA (all linear layers, learning rate tuned on
+    round 1) without and with replay; each tested after every round like TokMem."""
     import torch
 
     from paperdag.lm import load_causal_lm
@@ -136,8 +145,8 @@ def baselines(params: BaselinesParams, model: Path, procedures: pl.DataFrame, ex
     check_sets(examples, procedures, "baselines")
     start = time.perf_counter()
     backbone, tokenizer = load_causal_lm(model)
-    frames, seconds, trainable = run_baselines(backbone, tokenizer, procedures, examples, load_encoder(params.encoder), params)
-    stats = {"trainable": trainable, "seconds": seconds, "prompt_tokens": params.prompt_tokens, "encoder": params.encoder,
+    frames, seconds, trainable, tuning = run_baselines(backbone, tokenizer, procedures, examples, load_encoder(params.encoder), params)
+    stats = {"replicate": params.item.replicate, "trainable": trainable, "seconds": seconds, "lora_tuning": tuning, "prompt_tokens": params.prompt_tokens, "encoder": params.encoder,
              "total_seconds": time.perf_counter() - start}
     return {"baseline_predictions": pl.concat(frames, how="diagonal_relaxed"), "baseline_stats": stats}
 
@@ -150,14 +159,22 @@ class EvaluateParams:
     """None: the thresholds the evaluation is judged by are the tests of pipelines/tokmem.yaml's claims."""
 
 
-def evaluate(params: EvaluateParams, memory_predictions: pl.DataFrame, baseline_predictions: pl.DataFrame,
-             memory_stats: dict, baseline_stats: dict) -> dict[str, object]:
-    """Per method and round: EM, ROUGE-L, routing, round-1 EM (forgetting); the calls track's tool-selection and
-    argument F1; trainable parameter counts; the headline (the numbers pipelines/tokmem.yaml's claims read) and the two plots."""
-    atomic = pl.concat([memory_predictions.filter(pl.col("method") == "tokmem"), baseline_predictions], how="diagonal_relaxed")
-    table = score_table(atomic.select("method", "round", "n_procedures", "procedure", "answer", "prediction", "routed"))
-    calls = memory_predictions.filter(pl.col("method") == "tokmem_calls")
+def evaluate(params: EvaluateParams, memory_predictions: dict[Item, pl.DataFrame], baseline_predictions: dict[Item, pl.DataFrame],
+             memory_stats: dict[Item, dict], baseline_stats: dict[Item, dict]) -> dict[str, object]:
+    """Per replicate, method and round: EM, ROUGE-L, routing, round-1 EM (forgetting); the calls track's
+    tool-selection and argument F1; trainable parameter counts. The headline (the numbers pipelines/tokmem.yaml's
+    claims read) over replicates, with intervals; the two plots from the first replicate's curves."""
+    tables, headlines = {}, []
+    for item, memory in memory_predictions.items():
+        atomic = pl.concat([memory.filter(pl.col("method") == "tokmem"), baseline_predictions[item]], how="diagonal_relaxed")
+        cols = ["method", "round", "n_procedures", "procedure", "answer", "prediction", "routed", "backbone_route"]
+        tables[str(item)] = score_table(atomic.select(cols))
+        headlines.append(headline(tables[str(item)], memory.filter(pl.col("method") == "tokmem_calls"), memory_stats[item],
+                                  baseline_stats[item]))
+    table = next(iter(tables.values()))
     curve = {m: [r for r in table if r["method"] == m] for m in METHODS}
-    metrics = {"headline": headline(table, calls, memory_stats, baseline_stats), "table": table}
+    lora_lr = {str(i): s["lora_tuning"] for i, s in baseline_stats.items()}
+    metrics = {"headline": replicated_headline(headlines), "per_replicate": dict(zip(tables, headlines, strict=True)),
+               "lora_tuning": lora_lr, "table": tables}
     return {"metrics": metrics, "em_vs_procedures": metric_vs_procedures(curve, "em", "exact match, all procedures so far (%)"),
             "forgetting": metric_vs_procedures(curve, "em_round1", "exact match on round-1 procedures (%)")}

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from paperdag.methods.tokmem import (
+    PARAPHRASES,
     Procedure,
     atomic_examples,
     call_examples,
@@ -15,6 +16,7 @@ from paperdag.methods.tokmem import (
     lcs_length,
     make_procedures,
     multiset_f1,
+    replicated_headline,
     rouge_l,
 )
 
@@ -40,13 +42,22 @@ def test_procedures_are_distinct_and_split_into_rounds() -> None:
     assert procs == make_procedures({"backbone": 30, "memory": 10, "tool": 4}, {"memory": 4, "tool": 2}, random.Random(0))
 
 
-def test_examples_name_the_procedure_and_keep_test_inputs_unseen() -> None:
-    """Every query names its procedure; test inputs differ from training inputs; calls chain 2-3 distinct tools."""
-    procs = make_procedures({"memory": 5}, {"memory": 5}, random.Random(1))
+def test_queries_imply_the_procedure_without_its_name() -> None:
+    """Paraphrased queries (the default regime) never contain the procedure's name, nor any procedure's, nor the
+    description's rule words; they carry a wording of the rule from the family's paraphrases. The named regime's
+    query names it; only the description begins with the name. Test inputs differ from training inputs; calls
+    chain 2-3 distinct tools."""
+    procs = make_procedures({"memory": 40}, {"memory": 40}, random.Random(1))
     rows = atomic_examples(procs, {"train": 6, "test": 3}, (3, 5), random.Random(2))
+    names = {p.name.lower() for p in procs}
     for p in procs:
         mine = [r for r in rows if r["procedure"] == p.id]
-        assert all(p.name in r["query"] and r["answer"] == " ".join(p(r["args"][0].split())) for r in mine)
+        assert all(r["answer"] == " ".join(p(r["args"][0].split())) for r in mine)
+        assert all(not names & set(r["query"].lower().replace(":", " ").split()) for r in mine)
+        assert all(not {"replace", "delete", "write", "put", "add", "means"} & set(r["query"].split()) for r in mine)
+        wordings = {w.format(a=p.a, b=p.b) for w in PARAPHRASES[p.family]}
+        assert all(any(w in r["query"] for w in wordings) for r in mine)
+        assert all(p.name in r["query_named"] for r in mine) and p.description.startswith(p.name)
         assert not {r["args"][0] for r in mine if r["split"] == "test"} & {r["args"][0] for r in mine if r["split"] == "train"}
     calls = call_examples(procs, 20, "test", (2, 3), random.Random(3))
     assert all(2 <= len(c["tools"]) == len(set(c["tools"])) <= 3 for c in calls)
@@ -68,3 +79,18 @@ def test_multiset_f1_and_forgetting() -> None:
     assert multiset_f1([[1, 1]], [[1]]) == pytest.approx(2 * 0.5 * 1 / 1.5)
     assert multiset_f1([[]], [[1]]) == 0.0
     assert forgetting([80.0, 70.0, 60.0]) == 20.0
+
+
+def test_the_headline_over_replicates_has_intervals_and_paired_differences() -> None:
+    """Numbers become t intervals over the replicates; the claimed differences are paired on the same replicates
+    (mean of the differences, with its detectable difference); counts that agree stay plain."""
+    reps = [{"em_tokmem": 50.0 + i, "em_rag": 40.0 + 2 * i, "em_tokmem_minus_rag": 10.0 - i, "forgetting_tokmem": 1.0,
+             "forgetting_lora_seq": 20.0 + i, "forgetting_lora_seq_minus_tokmem": 19.0 + i, "trainable_tokmem": 64,
+             "backbone_unchanged": True, "units": "points"} for i in range(3)]
+    h = replicated_headline(reps)
+    assert h["replicates"] == 3 and h["trainable_tokmem"] == 64 and h["backbone_unchanged"] is True
+    assert h["em_tokmem"]["mean"] == pytest.approx(51.0) and h["em_tokmem"]["n"] == 3
+    assert h["em_tokmem"]["ci95_low"] < 51.0 < h["em_tokmem"]["ci95_high"]
+    assert h["em_tokmem_minus_rag"]["values"] == [10.0, 9.0, 8.0] and "mdd" in h["em_tokmem_minus_rag"]
+    assert h["forgetting_lora_seq_minus_tokmem"]["mean"] == pytest.approx(20.0)
+    assert h["forgetting_tokmem"]["ci95_low"] == h["forgetting_tokmem"]["ci95_high"] == 1.0

@@ -92,3 +92,52 @@ def test_prompt_tuning_rows_are_inputs_only() -> None:
     states = model.model(inputs_embeds=torch.cat([model.get_input_embeddings().weight, bank.rows()])[batch["input_ids"]]).last_hidden_state[0]
     logits = states[2:4] @ model.get_input_embeddings().weight.T
     torch.testing.assert_close(bank.loss(batch), torch.nn.functional.cross_entropy(logits, torch.tensor([7, 2])))
+
+
+def untied_model(seed: int = 0):
+    from transformers import LlamaForCausalLM
+
+    config = tiny_llama_config(40, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=32)
+    config.tie_word_embeddings = False
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # an lm_head unlike the input embedding, as a real untied checkpoint has
+        model.lm_head.weight.normal_(0.0, 1.0)
+    return model
+
+
+def test_an_untied_backbone_keeps_its_own_output_rows() -> None:
+    """On an untied checkpoint (lm_head != input embedding) the materialised model gives a prompt without memory
+    tokens the backbone's own logits over its vocabulary, bit for bit, and the bank's loss scores with [W; M]."""
+    model = untied_model()
+    assert model.lm_head.weight.data_ptr() != model.get_input_embeddings().weight.data_ptr()
+    bank = MemoryBank(model)
+    bank.add(2, 1.0, seed=4)
+    prompt = torch.tensor([[4, 9, 11, 3]])
+    with torch.no_grad():
+        before = model(input_ids=prompt).logits[0]  # (T, V)
+        after = bank.materialise()(input_ids=prompt).logits[0]  # (T, V + N)
+    assert after.shape[-1] == 42
+    assert torch.equal(after[:, :40], before)
+    batch = collate([([4, 5, 6], [40, 7, 2])], 0)
+    inputs = torch.cat([model.get_input_embeddings().weight, bank.rows()])
+    states = model.model(inputs_embeds=inputs[batch["input_ids"]]).last_hidden_state[0]
+    logits = states[2:5] @ torch.cat([model.lm_head.weight, bank.rows()]).T
+    torch.testing.assert_close(bank.loss(batch), torch.nn.functional.cross_entropy(logits, torch.tensor([40, 7, 2])))
+
+
+def test_masked_backbone_rows_are_never_predicted() -> None:
+    """masked ids (the backbone's own procedure tokens) are out of the softmax: the loss equals the cross-entropy
+    with their logits at -inf, and the generation rule never picks one even when it has the largest logit."""
+    model = tiny_model()
+    bank = MemoryBank(model, masked=[30, 31])
+    bank.add(1, 1.0, seed=3)
+    batch = collate([([4, 5, 6], [40, 7, 2])], 0)
+    table = torch.cat([model.get_input_embeddings().weight, bank.rows()])
+    logits = model.model(inputs_embeds=table[batch["input_ids"]]).last_hidden_state[0][2:5] @ table.T
+    logits[:, [30, 31]] = float("-inf")
+    torch.testing.assert_close(bank.loss(batch), torch.nn.functional.cross_entropy(logits, torch.tensor([40, 7, 2])))
+    step = torch.zeros(2, 41)
+    step[:, 31] = 9.0
+    step[:, 12] = 1.0
+    assert bank.rule([step]).argmax(-1).tolist() == [12, 12]

@@ -1,12 +1,13 @@
 """The tokmem pipeline at smoke scale, end to end (the shared repo conftest.py `smoke_build` built once; what every
-pipeline must satisfy is tests/pipelines/test_contract.py): the saved backbone, the headline and a table row per
-method and round, claims on plain numbers."""
+pipeline must satisfy is tests/pipelines/test_contract.py): the saved backbone, the headline over replicates and a
+table row per method and round, and each claim failing once the method's output is the baseline's."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -14,10 +15,12 @@ from support import smoke_group
 
 pytestmark = smoke_group("tokmem")
 
-HEADLINE_KEYS = {"em_tokmem", "em_rag", "em_prompt_tuning", "em_lora_seq", "routing_acc_tokmem", "forgetting_tokmem",
-                 "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem", "em_tokmem_minus_rag", "forgetting_lora_seq_minus_tokmem"}
+HEADLINE_KEYS = {"em_tokmem", "em_rag", "em_rag_named", "em_prompt_tuning", "em_lora_seq", "routing_acc_tokmem",
+                 "retrieval_acc_paraphrased", "retrieval_acc_named", "backbone_routes_tokmem", "forgetting_tokmem",
+                 "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem", "em_tokmem_minus_rag",
+                 "forgetting_lora_seq_minus_tokmem", "replicates"}
 CLAIMS = {"beats_rag_em", "routing_at_least_90", "forgets_at_most_5_points", "lora_forgets_clearly_more"}
-METHODS = ("tokmem", "rag", "prompt_tuning", "lora_seq", "lora_replay")
+METHODS = ("tokmem", "rag", "rag_named", "prompt_tuning", "lora_seq", "lora_replay")
 
 
 @pytest.fixture(scope="module")
@@ -32,33 +35,94 @@ def test_the_backbone_is_saved(repo: Path) -> None:
 
 
 def test_metrics_carry_the_issue_headline_and_one_row_per_method_and_round(repo: Path) -> None:
-    """metrics.json's headline has every key the issue asks for; the table has each method after each round; the
-    backbone stayed bit-identical through memory training; TokMem trains one embedding row per memory procedure,
-    prompt tuning a prompt of rows per procedure; the claimed differences are method - baseline; no free-form
-    targets block."""
+    """metrics.json's headline has every key the issue asks for, numbers as intervals over the replicates; each
+    replicate's table has each method after each round; the backbone stayed bit-identical through memory training;
+    TokMem trains one embedding row per memory procedure, prompt tuning a prompt of rows per procedure."""
     params = yaml.safe_load((repo / "params.yaml").read_text())["tokmem"]
     procedures, round_size = params["synthesize"]["memory_procedures"], params["synthesize"]["round_size"]
     width = params["train_backbone"]["hidden_size"]
     metrics = json.loads((repo / "data/tokmem/metrics.json").read_text())
     h = metrics["headline"]
     assert HEADLINE_KEYS <= set(h)
+    assert h["replicates"] == len(params["replicates"]) == len(metrics["table"])
     assert h["backbone_unchanged"] is True
     rounds = range(1, procedures // round_size + 1)
-    assert {(r["method"], r["round"], r["n_procedures"]) for r in metrics["table"]} == {
-        (m, r, round_size * r) for m in METHODS for r in rounds}
-    assert all(0.0 <= r["em"] <= 100.0 and 0.0 <= r["rouge_l"] <= 100.0 for r in metrics["table"])
+    for table in metrics["table"].values():
+        assert {(r["method"], r["round"], r["n_procedures"]) for r in table} == {(m, r, round_size * r) for m in METHODS for r in rounds}
+        assert all(0.0 <= r["em"] <= 100.0 and 0.0 <= r["rouge_l"] <= 100.0 for r in table)
     assert h["trainable_tokmem"] == procedures * width
     assert h["trainable_prompt_tuning"] == procedures * params["baselines"]["prompt_tokens"] * width
-    assert "targets" not in metrics
-    assert h["em_tokmem_minus_rag"] == pytest.approx(h["em_tokmem"] - h["em_rag"])
-    assert h["forgetting_lora_seq_minus_tokmem"] == pytest.approx(h["forgetting_lora_seq"] - h["forgetting_tokmem"])
+    assert h["em_tokmem_minus_rag"]["mean"] == pytest.approx(h["em_tokmem"]["mean"] - h["em_rag"]["mean"])
+    assert h["retrieval_acc_named"]["mean"] >= h["retrieval_acc_paraphrased"]["mean"]
 
 
-def test_claims_are_declared_on_plain_numbers(repo: Path) -> None:
-    """pipelines/tokmem.yaml declares one claim per tokmem.md target on headline keys; each is a plain number, so
-    held or not held, never within noise."""
+def test_claims_are_judged_on_replicate_intervals(repo: Path) -> None:
+    """pipelines/tokmem.yaml declares one claim per tokmem.md target on headline intervals; one smoke replicate gives
+    no interval ends, so each is within noise or not held, never held."""
     from paperdag.engine.claims import evaluate_pipeline
 
     claims = evaluate_pipeline(repo, "tokmem")
     assert set(claims) == CLAIMS
-    assert all(c["status"] in {"held", "not_held"} for c in claims.values())
+    assert all(c["status"] in {"within_noise", "not_held"} for c in claims.values())
+
+
+def _judged(repo: Path, swap) -> dict[str, dict]:
+    """The claims on the metrics evaluate computes from the smoke run's predictions after `swap(memory, baselines)`
+    rewrote them (per replicate: TokMem's predictions, the baselines')."""
+    from paperdag.engine import Item
+    from paperdag.engine.claims import judge_all, parse
+    from stages.tokmem import EvaluateParams, evaluate
+
+    items = [Item({"replicate": r}) for r in yaml.safe_load((repo / "params.yaml").read_text())["tokmem"]["replicates"]]
+    data = repo / "data/tokmem"
+    memory, baselines = {}, {}
+    for i in items:
+        memory[i], baselines[i] = swap(pl.read_parquet(data / f"memory_predictions/{i}.parquet"),
+                                       pl.read_parquet(data / f"baseline_predictions/{i}.parquet"))
+    stats = {i: json.loads((data / f"memory_stats/{i}.json").read_text()) for i in items}
+    bstats = {i: json.loads((data / f"baseline_stats/{i}.json").read_text()) for i in items}
+    metrics = json.loads(json.dumps(evaluate(EvaluateParams(), memory, baselines, stats, bstats)["metrics"]))
+    file = str(repo / "pipelines/tokmem.yaml")
+    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {"data/tokmem/metrics.json": metrics})
+
+
+def _as(method: str, source: pl.DataFrame, target: pl.DataFrame) -> pl.DataFrame:
+    """target with its `method` rows replaced by source's rows renamed to it."""
+    other = target.filter(pl.col("method") != method)
+    return pl.concat([other, source.with_columns(pl.lit(method).alias("method"))], how="diagonal_relaxed")
+
+
+def test_beating_rag_fails_when_tokmem_answers_as_rag(repo: Path) -> None:
+    """Claim falsification (contract section 3): TokMem's predictions replaced by RAG's give a paired difference of
+    exactly 0, not > 0."""
+    def swap(memory: pl.DataFrame, baselines: pl.DataFrame):
+        return _as("tokmem", baselines.filter(pl.col("method") == "rag"), memory), baselines
+
+    claim = _judged(repo, swap)["beats_rag_em"]
+    assert claim["status"] == "not_held" and claim["value"] == 0
+
+
+def test_routing_fails_when_tokmem_routes_nowhere(repo: Path) -> None:
+    """TokMem's routing replaced by sequential LoRA's (no memory token: route -1) is 0 %, not >= 90."""
+    def swap(memory: pl.DataFrame, baselines: pl.DataFrame):
+        return _as("tokmem", baselines.filter(pl.col("method") == "lora_seq"), memory), baselines
+
+    claim = _judged(repo, swap)["routing_at_least_90"]
+    assert claim["status"] == "not_held" and claim["value"] == 0
+
+
+def test_forgetting_claims_fail_when_tokmem_forgets_as_lora(repo: Path) -> None:
+    """TokMem's predictions replaced by sequential LoRA's: LoRA forgets no more than TokMem (difference 0, not > 10);
+    and a TokMem that answers every round-1 query right after round 1 and none after the last forgets 100 points."""
+    def as_lora(memory: pl.DataFrame, baselines: pl.DataFrame):
+        return _as("tokmem", baselines.filter(pl.col("method") == "lora_seq"), memory), baselines
+
+    assert _judged(repo, as_lora)["lora_forgets_clearly_more"]["status"] == "not_held"
+
+    def forgets(memory: pl.DataFrame, baselines: pl.DataFrame):
+        last = memory.filter(pl.col("method") == "tokmem")["round"].max()
+        right = pl.when(pl.col("round") == 1).then(pl.col("answer")).when(pl.col("round") == last).then(pl.lit("")).otherwise(pl.col("prediction"))
+        return memory.with_columns(pl.when(pl.col("method") == "tokmem").then(right).otherwise(pl.col("prediction")).alias("prediction")), baselines
+
+    claim = _judged(repo, forgets)["forgets_at_most_5_points"]
+    assert claim["status"] == "not_held" and claim["value"] == 100

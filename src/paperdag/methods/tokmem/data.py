@@ -1,6 +1,8 @@
 """The synthetic procedure world: deterministic string procedures (replace / delete / double a letter, put two letters
-in front / at the end), each known by an invented name and a one-line description; queries that name the procedure
-only through paraphrased templates; and compositional queries answered by 2-3 tool calls in a small JSON format."""
+in front / at the end), each known by an invented name and a one-line description that begins with it; queries in two
+regimes: paraphrased (the default: the query implies the procedure by a paraphrase of its rule, never its name, so a
+retriever must match meaning) and named (the query names the procedure, as in the first version: retrieval by name is
+near perfect); and compositional queries answered by 2-3 tool calls in a small JSON format."""
 
 from __future__ import annotations
 
@@ -21,7 +23,15 @@ RULES = {  # family -> description of what the procedure does with its letters a
     "suffix": "add {a} {b} at the end",
 }
 QUERY_TEMPLATES = ("{name}: {x}", "please {name} {x}", "apply {name} to {x}", "run {name} on {x}", "what does {name} make of {x}",
-                   "use {name} for {x}")  # the input last: the tiny backbone copies it from a fixed place
+                   "use {name} for {x}")  # the named regime; the input last: the tiny backbone copies it from a fixed place
+PARAPHRASES = {  # family -> wordings that imply the rule without the description's words or the procedure's name
+    "replace": ("turn each {a} into {b}", "swap {a} for {b}", "change {a} to {b}", "make every {a} a {b}"),
+    "remove": ("drop each {a}", "strip out {a}", "take away the {a}", "leave out every {a}"),
+    "double": ("repeat each {a}", "say {a} two times", "make each {a} double", "copy every {a} once more"),
+    "prefix": ("start with {a} {b}", "begin it with {a} {b}", "lead with {a} {b}", "open with {a} {b}"),
+    "suffix": ("finish with {a} {b}", "end it with {a} {b}", "close with {a} {b}", "tack on {a} {b}"),
+}
+PARAPHRASE_FRAMES = ("{rule}: {x}", "please {rule} in {x}", "{rule} , input {x}")  # the input last, as above
 CALL_JOINERS = (" , then ", " and then ", " ; ")
 SPLITS = ("backbone", "memory", "tool")  # pretraining procedures, procedures added as memory, tools of the calls track
 
@@ -102,12 +112,20 @@ def random_input(proc: Procedure, length: tuple[int, int], rng: random.Random, a
 
 
 def query(name: str, x: str, rng: random.Random) -> str:
+    """The named regime: the query carries the procedure's invented name verbatim."""
     return rng.choice(QUERY_TEMPLATES).format(name=name, x=x)
+
+
+def paraphrased_query(proc: Procedure, x: str, rng: random.Random) -> str:
+    """The paraphrased regime: a wording of the procedure's rule (its family's paraphrases, its letters), no name."""
+    rule = rng.choice(PARAPHRASES[proc.family]).format(a=proc.a, b=proc.b)
+    return rng.choice(PARAPHRASE_FRAMES).format(rule=rule, x=x)
 
 
 def atomic_examples(procs: list[Procedure], per_split: dict[str, int], length: tuple[int, int], rng: random.Random,
                     alphabet: str = LETTERS) -> list[dict]:
-    """per_split["train"] / ["test"] queries per procedure, test inputs never seen in that procedure's training."""
+    """per_split["train"] / ["test"] queries per procedure, test inputs never seen in that procedure's training; each
+    example in both regimes on the same input: `query` paraphrased, `query_named` naming the procedure."""
     rows = []
     for proc in procs:
         seen: set[str] = set()
@@ -120,8 +138,8 @@ def atomic_examples(procs: list[Procedure], per_split: dict[str, int], length: t
                     continue
                 seen.add(x)
                 made += 1
-                rows.append({"track": "atomic", "split": split, "procedure": proc.id, "query": query(proc.name, x, rng),
-                             "answer": spaced(proc(letters)), "tools": [proc.id], "args": [x]})
+                rows.append({"track": "atomic", "split": split, "procedure": proc.id, "query": paraphrased_query(proc, x, rng),
+                             "query_named": query(proc.name, x, rng), "answer": spaced(proc(letters)), "tools": [proc.id], "args": [x]})
     return rows
 
 
@@ -139,7 +157,7 @@ def call_examples(tools: list[Procedure], n: int, split: str, length: tuple[int,
         args = [spaced([rng.choice(alphabet) for _ in range(rng.randint(*length))]) for _ in chosen]
         steps = [f"{t.name} {x}" for t, x in zip(chosen, args, strict=True)]
         text = rng.choice(("", "first ")) + rng.choice(CALL_JOINERS).join(steps)
-        rows.append({"track": "calls", "split": split, "procedure": -1, "query": text,
+        rows.append({"track": "calls", "split": split, "procedure": -1, "query": text, "query_named": text,
                      "answer": json.dumps([{"tool": t.name, "arg": x} for t, x in zip(chosen, args, strict=True)]),
                      "tools": [t.id for t in chosen], "args": args})
     return rows

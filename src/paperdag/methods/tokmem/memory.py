@@ -1,6 +1,12 @@
 """TokMem's memory bank (TokMem, ICLR 2026, arXiv 2510.00444): rows M appended to a frozen LM's vocabulary, one per
 procedure, each used both as the input embedding of memory token m_i and as its output (lm_head) row (tied), so the
-model routes by emitting m_i (logit h . m_i) and then conditions the response on it.
+model routes by emitting m_i (logit h . m_i) and then conditions the response on it. The backbone's own vocabulary
+keeps its own input rows E and output rows W (W = E only for a tied checkpoint):
+
+    input table  [E; M]   (V + N, C)        output table  [W; M]   (V + N, C)
+
+`masked` ids (the backbone's own procedure tokens, trained in pretraining) can be left out of the output softmax, so
+memory tokens compete only with each other and ordinary tokens for routing.
 
     training sequence  [instruction][m_i][response]<eos>, loss on m_i and the response (the instruction is ignored)
     continual addition new rows per round; after every optimiser step the new (active) rows are renormalised:
@@ -28,10 +34,11 @@ class MemoryBank(torch.nn.Module):
 
     emit=True: the rows are also output rows (tied; TokMem). emit=False: input-only rows (prompt tuning)."""
 
-    def __init__(self, model: PreTrainedModel, emit: bool = True) -> None:
+    def __init__(self, model: PreTrainedModel, emit: bool = True, masked: Sequence[int] = ()) -> None:
         super().__init__()
         self.model = model
         self.emit = emit
+        self.masked = sorted(masked)  # backbone ids never predicted (loss and generation)
         model.requires_grad_(False)  # a LoRA injected afterwards (peft) is the only other trainable part
         embedding = model.get_input_embeddings().weight  # (V, C)
         self.vocab = embedding.shape[0]
@@ -63,28 +70,49 @@ class MemoryBank(torch.nn.Module):
         rows = self.past if self.past.shape[0] else fallback
         return float(rows.detach().norm(dim=-1).mean())
 
+    def output_rows(self) -> torch.Tensor:
+        """The backbone's output (lm_head) rows W, (V, C): its own, not the input embedding, for an untied checkpoint."""
+        head = self.model.get_output_embeddings()
+        if head is None or getattr(head, "bias", None) is not None:
+            raise ValueError("tokmem MemoryBank: the backbone needs a bias-free linear lm_head (get_output_embeddings)")
+        return head.weight
+
+    def mask(self, logits: torch.Tensor) -> torch.Tensor:
+        """logits (..., V [+ N]) with the masked backbone ids at -inf."""
+        if not self.masked:
+            return logits
+        return logits.index_fill(-1, torch.tensor(self.masked, device=logits.device), float("-inf"))
+
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean cross-entropy over the labelled positions (memory tokens and response), with the bank in the table."""
-        table = torch.cat([self.model.get_input_embeddings().weight, self.rows()])  # (V + N, C)
+        table = torch.cat([self.model.get_input_embeddings().weight, self.rows()])  # [E; M] (V + N, C)
         embeds = torch.nn.functional.embedding(batch["input_ids"], table)  # (B, T, C)
         base = getattr(self.model, self.model.base_model_prefix)
         states = base(inputs_embeds=embeds, attention_mask=batch["attention_mask"]).last_hidden_state  # (B, T, C)
         targets = batch["labels"][:, 1:]
         keep = targets != IGNORE
-        head = table if self.emit else table[: self.vocab]
-        logits = states[:, :-1][keep] @ head.T  # (K, V + N) (tied rows: h . m_i for memory token i)
+        head = torch.cat([self.output_rows(), self.rows()]) if self.emit else self.output_rows()  # [W; M] or W
+        logits = self.mask(states[:, :-1][keep] @ head.T)  # (K, V + N) (tied rows: h . m_i for memory token i)
         return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
 
     @torch.no_grad()
     def materialise(self) -> PreTrainedModel:
-        """A copy of the model whose vocabulary holds the bank (tied input / output rows), for plain generation."""
+        """A copy of the model whose vocabulary holds the bank, for plain generation: input rows [E; M], output rows
+        [W; M] (the backbone's own lm_head kept: an untied checkpoint's logits over its vocabulary are unchanged).
+        Generation leaves `masked` ids out with `rule`."""
         model = copy.deepcopy(self.model)
-        table = torch.cat([model.get_input_embeddings().weight, self.rows()])
-        model.resize_token_embeddings(table.shape[0], mean_resizing=False)
-        model.get_input_embeddings().weight.copy_(table)
-        if model.get_output_embeddings().weight.data_ptr() != model.get_input_embeddings().weight.data_ptr():
-            model.get_output_embeddings().weight.copy_(table)
+        inputs = torch.cat([model.get_input_embeddings().weight, self.rows()])  # (V + N, C)
+        outputs = torch.cat([self.output_rows(), self.rows()])
+        tied = model.get_output_embeddings().weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+        model.resize_token_embeddings(inputs.shape[0], mean_resizing=False)
+        model.get_input_embeddings().weight.copy_(inputs)
+        if not tied:
+            model.get_output_embeddings().weight.copy_(outputs)
         return model.eval()
+
+    def rule(self, logits: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The generation step rule of a materialised model: its logits with the masked ids left out."""
+        return self.mask(logits[0])
 
 
 def fit_bank(bank: MemoryBank, examples: Sequence[Example], config: TrainConfig, batch_size: int, pad_id: int,

@@ -1,5 +1,6 @@
 """Scores: exact match, ROUGE-L (LCS F-measure over whitespace tokens), multiset F1 for tool selection and arguments,
-and forgetting (round-1 score right after round 1 minus after the last round)."""
+and forgetting (round-1 score right after round 1 minus after the last round); per replicate, then over replicates
+(paperdag.stats: t intervals, paired differences on the same replicate seeds and test queries)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def forgetting(round1_scores: Sequence[float]) -> float:
     return round1_scores[0] - round1_scores[-1]
 
 
-METHODS = ("tokmem", "rag", "prompt_tuning", "lora_seq", "lora_replay")  # table order: the method, then its baselines
+METHODS = ("tokmem", "rag", "rag_named", "prompt_tuning", "lora_seq", "lora_replay")  # the method, then its baselines
+# rag_named: RAG in the named regime (queries carry the procedure's name), a reference for the retrieval ceiling
 
 
 def score_table(predictions: pl.DataFrame) -> list[dict]:
@@ -67,6 +69,8 @@ def score_table(predictions: pl.DataFrame) -> list[dict]:
                       "routing_acc": None if all(r == -1 for r in routes) and method.startswith("lora") else
                       100 * sum(r == p for r, p in zip(routes, group["procedure"], strict=True)) / len(em),
                       "em_round1": 100 * sum(first) / len(first)})
+        if "backbone_route" in group.columns and method == "tokmem":  # unmasked first step on a backbone procedure token
+            table[-1]["backbone_routes"] = int(group["backbone_route"].fill_null(False).sum())
     return table
 
 
@@ -84,7 +88,10 @@ def headline(table: list[dict], calls: pl.DataFrame, memory_stats: dict, baselin
         **{f"em_{m}": last[m]["em"] for m in METHODS},
         **{f"rouge_l_{m}": last[m]["rouge_l"] for m in METHODS},
         "routing_acc_tokmem": last["tokmem"]["routing_acc"],
-        "routing_acc_retrieval": last["rag"]["routing_acc"],
+        "retrieval_acc_paraphrased": last["rag"]["routing_acc"],
+        "retrieval_acc_named": last["rag_named"]["routing_acc"],
+        "backbone_routes_tokmem": last["tokmem"].get("backbone_routes"),
+        "queries": last["tokmem"]["queries"],
         **{f"forgetting_{m}": forgot[m] for m in METHODS},
         "tool_f1_tokmem": tool_f1,
         "arg_f1_tokmem": arg_f1,
@@ -98,3 +105,29 @@ def headline(table: list[dict], calls: pl.DataFrame, memory_stats: dict, baselin
         "forgetting_lora_seq_minus_tokmem": forgot["lora_seq"] - forgot["tokmem"],
         "units": "EM, ROUGE-L, routing accuracy, F1 and forgetting in percent points; trainable = parameter counts",
     }
+
+
+PAIRED = {"em_tokmem_minus_rag": ("em_tokmem", "em_rag"),  # claimed differences: (method key, baseline key)
+          "forgetting_lora_seq_minus_tokmem": ("forgetting_lora_seq", "forgetting_tokmem")}
+
+
+def replicated_headline(per_replicate: list[dict[str, object]]) -> dict[str, object]:
+    """The headline over replicates: every number a t interval over the replicates' headlines
+    ({"mean", "ci95_low", "ci95_high", "n", ...}), the claimed differences paired on the same replicates (+ `mdd`,
+    the smallest difference the design detects); counts and flags that must agree across replicates kept as is."""
+    from paperdag.stats import interval, paired
+
+    out: dict[str, object] = {"replicates": len(per_replicate)}
+    for key, value in per_replicate[0].items():
+        values = [h[key] for h in per_replicate]
+        if key in PAIRED:
+            method, baseline = PAIRED[key]
+            out[key] = paired([h[method] for h in per_replicate], [h[baseline] for h in per_replicate])
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or any(v is None for v in values):
+            out[key] = value if all(v == value for v in values) else values
+        elif key.startswith(("trainable", "n_procedures", "queries")):
+            out[key] = value if all(v == value for v in values) else values
+        else:
+            out[key] = interval(values)
+    out["backbone_unchanged"] = all(h["backbone_unchanged"] for h in per_replicate)
+    return out

@@ -56,10 +56,13 @@ def greedy(model, tokenizer, prompts: list[list[int]], max_new_tokens: int, batc
                             max_new_tokens=max_new_tokens).tokens
 
 
-def add_qv_lora(model, r: int, alpha: int) -> int:
-    """A LoRA on the attention's q and v projections, injected into `model` in place (peft); its trainable count
-    (the model's other weights being frozen)."""
-    get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # every linear layer of a Llama block
+
+
+def add_qv_lora(model, r: int, alpha: int, targets: tuple[str, ...] = ("q_proj", "v_proj")) -> int:
+    """A LoRA on `targets` (default the attention's q and v projections, as TokMem's calls track), injected into
+    `model` in place (peft); its trainable count (the model's other weights being frozen)."""
+    get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=list(targets), lora_dropout=0.0))
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -87,31 +90,34 @@ def prediction_rows(method: str, rnd: int, n_procs: int, tests: pl.DataFrame, te
 
 
 def backbone_texts(procedures: pl.DataFrame, examples: pl.DataFrame) -> list[str]:
-    """What the backbone's tokenizer learns from: its procedures' queries in the described format, with responses."""
+    """What the backbone's tokenizer learns from: its procedures' queries (both regimes) in the described format,
+    with responses."""
     desc = dict(zip(procedures["id"], procedures["description"], strict=True))
     mine = examples.filter(pl.col("set") == "backbone")
-    return [described_prompt(q, desc[t[0]]) + response(a) for q, a, t in mine.select("query", "answer", "tools").iter_rows()]
+    return [described_prompt(q, desc[t[0]]) + response(a) for col in ("query", "query_named")
+            for q, a, t in mine.select(col, "answer", "tools").iter_rows()]
 
 
 def backbone_pools(tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame) -> tuple[dict[str, Pool], dict[str, Pool], list[str]]:
     """The backbone's training pools (described, token, calls), its test pools (described, token) and the test
-    answers. `procedures`: the backbone procedures, each with its PROC_TOKEN in the tokenizer."""
+    answers. `procedures`: the backbone procedures, each with its PROC_TOKEN in the tokenizer. The described
+    format is trained on both query regimes (RAG reads either), the token format on paraphrased queries."""
     desc = dict(zip(procedures["id"], procedures["description"], strict=True))
     token_of = {i: tokenizer.convert_tokens_to_ids(PROC_TOKEN.format(i)) for i in procedures["id"]}
     mine = examples.filter(pl.col("set") == "backbone")
     eos = [tokenizer.eos_token_id]
     atomic = {s: mine.filter((pl.col("track") == "atomic") & (pl.col("split") == s)) for s in ("train", "test")}
 
-    def described(rows: pl.DataFrame) -> Pool:
+    def described(rows: pl.DataFrame, columns: tuple[str, ...] = ("query",)) -> Pool:
         return [(ids(tokenizer, described_prompt(q, desc[p])), ids(tokenizer, response(a)) + eos)
-                for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
+                for col in columns for q, a, p in rows.select(col, "answer", "procedure").iter_rows()]
 
     def token(rows: pl.DataFrame) -> Pool:
         return [(ids(tokenizer, query_prompt(q)), [token_of[p], *ids(tokenizer, response(a))] + eos)
                 for q, a, p in rows.select("query", "answer", "procedure").iter_rows()]
 
     calls = mine.filter(pl.col("track") == "calls")
-    train = {"described": described(atomic["train"]), "token": token(atomic["train"]),
+    train = {"described": described(atomic["train"], ("query", "query_named")), "token": token(atomic["train"]),
              "calls": [(ids(tokenizer, query_prompt(q)), calls_target(tokenizer, token_of, t, a))
                        for q, t, a in calls.select("query", "tools", "args").iter_rows()]}
     test = {"described": described(atomic["test"]), "token": token(atomic["test"])}
@@ -135,17 +141,25 @@ def backbone_scores(model, tokenizer, test: dict[str, Pool], answers: list[str],
 # ---------------------------------------------------------------- TokMem: memory and calls tracks
 
 
+def procedure_ids(tokenizer) -> list[int]:
+    """The ids of the backbone's own procedure tokens (PROC_TOKEN), trained in pretraining."""
+    return sorted(i for t, i in tokenizer.get_added_vocab().items() if t.startswith("<proc_"))
+
+
 def procedure_rows(model, tokenizer) -> torch.Tensor:
     """The backbone's own procedure-token rows: the inactive rows the first round's new rows are renormalised to."""
-    rows = [i for t, i in tokenizer.get_added_vocab().items() if t.startswith("<proc_")]
-    return model.get_input_embeddings().weight[rows].detach()
+    return model.get_input_embeddings().weight[procedure_ids(tokenizer)].detach()
 
 
 def memory_rounds(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, fallback: torch.Tensor,
                   s: MemorySettings) -> tuple[MemoryBank, list[int], list[pl.DataFrame], list[list[float]]]:
     """The memory track: per round, one new memory token per procedure trained on its queries (seed + round), then
-    every procedure seen so far tested. The bank, its procedure order (bank index -> id), predictions, losses."""
-    bank = MemoryBank(backbone, emit=True)
+    every procedure seen so far tested. The bank, its procedure order (bank index -> id), predictions, losses.
+
+    With s.mask_backbone_procedures the backbone's own procedure tokens are out of the routing softmax (training and
+    generation); either way `backbone_route` records whether the unmasked first step would emit one of them."""
+    backbone_ids = procedure_ids(tokenizer)
+    bank = MemoryBank(backbone, emit=True, masked=backbone_ids if s.mask_backbone_procedures else ())
     vocab, eos = bank.vocab, [tokenizer.eos_token_id]
     atomic = examples.filter(pl.col("track") == "atomic")
     order: list[int] = []  # bank index -> procedure id
@@ -161,11 +175,14 @@ def memory_rounds(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.Da
         losses.append(fit_bank(bank, pool, config, s.batch_size, tokenizer.pad_token_id, s.renormalise, fallback,
                                f"tokmem memory round {rnd}/{len(added)}"))
         tests = atomic.filter((pl.col("split") == "test") & pl.col("procedure").is_in(order))
-        outs = greedy(bank.materialise(), tokenizer, [ids(tokenizer, query_prompt(q)) for q in tests["query"]], s.max_new_tokens,
-                      s.eval_batch_size)
+        model, prompts = bank.materialise(), [ids(tokenizer, query_prompt(q)) for q in tests["query"]]
+        outs = greedy(model, tokenizer, prompts, s.max_new_tokens, s.eval_batch_size, rule=bank.rule)
+        first = set(backbone_ids)
+        unmasked = [o[:1] for o in greedy(model, tokenizer, prompts, 1, s.eval_batch_size)]
         routes = [order[r] if 0 <= (r := routed(o, vocab)) < len(order) else -1 for o in outs]
         texts = [text(tokenizer, o[1:] if routed(o, vocab) >= 0 else o) for o in outs]
-        frames.append(prediction_rows("tokmem", rnd, len(order), tests, texts, routes))
+        frames.append(prediction_rows("tokmem", rnd, len(order), tests, texts, routes).with_columns(
+            pl.Series("backbone_route", [bool(u) and u[0] in first for u in unmasked], dtype=pl.Boolean)))
     return bank, order, frames, losses
 
 
@@ -178,7 +195,7 @@ def tool_track(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataF
     calls = examples.filter((pl.col("track") == "calls") & (pl.col("set") == "tool"))
     if not added or calls.is_empty():
         return torch.zeros(0), pl.DataFrame(), [], 0
-    bank = MemoryBank(copy.deepcopy(backbone), emit=True)
+    bank = MemoryBank(copy.deepcopy(backbone), emit=True, masked=procedure_ids(tokenizer) if s.mask_backbone_procedures else ())
     order: list[int] = []
     losses, lora_params = [], 0
     for rnd, procs in enumerate(added, start=1):
@@ -199,7 +216,7 @@ def tool_track(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataF
         bank.model.requires_grad_(False)  # the first-round LoRA is frozen afterwards
     tests = calls.filter(pl.col("split") == "test")
     outs = greedy(bank.materialise(), tokenizer, [ids(tokenizer, query_prompt(q)) for q in tests["query"]], s.max_call_tokens,
-                  s.eval_batch_size)
+                  s.eval_batch_size, rule=bank.rule)
     pred_tools, pred_args = [], []
     for o in outs:
         steps = [(i, text(tokenizer, t)) for i, t in split_at_memory(o, bank.vocab) if i >= 0]
@@ -217,39 +234,42 @@ Retrieved = list[tuple[pl.DataFrame, list[int], int]]  # per round: its test row
 
 
 def retrieval_by_round(encoder, added: list[list[int]], pids: list[int], descriptions: list[str],
-                       tests_all: pl.DataFrame) -> Retrieved:
-    """Per round, for every test query of the procedures added so far: the procedure whose description the encoder
-    ranks first among those procedures' descriptions (exact inner-product search)."""
+                       tests_all: pl.DataFrame, column: str = "query") -> Retrieved:
+    """Per round, for every test query (its `column`: "query" paraphrased, "query_named" named) of the procedures
+    added so far: the procedure whose description the encoder ranks first among those procedures' descriptions
+    (exact inner-product search)."""
     from paperdag.retrieval import AnnIndex, encode
 
     index = AnnIndex.build(encode(encoder, descriptions, progress=False), kind="flat", metric="ip")
-    query_vectors = encode(encoder, tests_all["query"].to_list(), progress=False)
-    position = {q: i for i, q in enumerate(tests_all["query"].to_list())}
+    query_vectors = encode(encoder, tests_all[column].to_list(), progress=False)  # (Q, D), tests_all's row order
+    rows = tests_all.with_row_index("_row")
     seen: list[int] = []
     out: Retrieved = []
     for procs in added:
         seen += procs
-        tests = tests_all.filter(pl.col("procedure").is_in(seen))
-        _, hits = index.search(query_vectors[[position[q] for q in tests["query"]]], 1, subset=[pids.index(p) for p in seen])
-        out.append((tests, [pids[h] for h in hits[:, 0]], len(seen)))
+        tests = rows.filter(pl.col("procedure").is_in(seen))
+        _, hits = index.search(query_vectors[tests["_row"].to_numpy()], 1, subset=[pids.index(p) for p in seen])
+        out.append((tests.drop("_row"), [pids[h] for h in hits[:, 0]], len(seen)))
     return out
 
 
 def rag(backbone, tokenizer, retrieved: Retrieved, desc: dict[int, str], max_new_tokens: int,
-        eval_batch_size: int) -> tuple[list[pl.DataFrame], int]:
-    """RAG: the retrieved procedure's description in the prompt (the backbone's described format); nothing trained."""
+        eval_batch_size: int, column: str = "query", method: str = "rag") -> tuple[list[pl.DataFrame], int]:
+    """RAG: the retrieved procedure's description in the prompt (the backbone's described format) after the query's
+    `column` (the regime retrieval used); nothing trained."""
     frames = []
-    for rnd, (tests, hits, n_seen) in enumerate(track(retrieved, description="tokmem RAG"), start=1):
-        prompts = [ids(tokenizer, described_prompt(q, desc[r])) for q, r in zip(tests["query"], hits, strict=True)]
+    for rnd, (tests, hits, n_seen) in enumerate(track(retrieved, description=f"tokmem {method}"), start=1):
+        prompts = [ids(tokenizer, described_prompt(q, desc[r])) for q, r in zip(tests[column], hits, strict=True)]
         outs = greedy(backbone, tokenizer, prompts, max_new_tokens, eval_batch_size)
-        frames.append(prediction_rows("rag", rnd, n_seen, tests, [text(tokenizer, o) for o in outs], hits))
+        frames.append(prediction_rows(method, rnd, n_seen, tests, [text(tokenizer, o) for o in outs], hits))
     return frames, 0
 
 
 def prompt_tuning(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFrame, retrieved: Retrieved,
                   s: BaselineSettings) -> tuple[list[pl.DataFrame], int]:
-    """Prompt tuning: s.prompt_tokens input-only rows per procedure, prepended to its queries, trained per round
-    (seed + round); at test time the retrieved procedure's prompt is used. Predictions and trainable count."""
+    """Prompt tuning: s.prompt_tokens input-only rows per procedure, trained per round (seed + round), placed where
+    the backbone reads a procedure token (between the query and the response: [query][P_i][response]); at test
+    time the retrieved procedure's prompt is used. Predictions and trainable count."""
     bank = MemoryBank(backbone, emit=False)
     vocab_norm = float(backbone.get_input_embeddings().weight.norm(dim=-1).mean())
     eos = [tokenizer.eos_token_id]
@@ -259,12 +279,12 @@ def prompt_tuning(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFr
         rows = list(bank.add(len(procs) * s.prompt_tokens, vocab_norm, seed=s.seed + rnd))
         prompt_of |= {p: rows[i * s.prompt_tokens : (i + 1) * s.prompt_tokens] for i, p in enumerate(procs)}
         train = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(procs))
-        pool = [(prompt_of[p] + ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + eos)
+        pool = [(ids(tokenizer, query_prompt(q)) + prompt_of[p], ids(tokenizer, response(a)) + eos)
                 for q, a, p in train.select("query", "answer", "procedure").iter_rows()]
         fit_bank(bank, pool, TrainConfig(s.steps_per_round, s.prompt_lr, 0, 0.0, seed=s.seed + rnd), s.batch_size,
                  tokenizer.pad_token_id, False, bank.rows(), f"tokmem prompt tuning round {rnd}/{len(added)}")
         tests, hits, n_seen = retrieved[rnd - 1]
-        prompts = [prompt_of[r] + ids(tokenizer, query_prompt(q)) for q, r in zip(tests["query"], hits, strict=True)]
+        prompts = [ids(tokenizer, query_prompt(q)) + prompt_of[r] for q, r in zip(tests["query"], hits, strict=True)]
         vocab = bank.vocab
         outs = greedy(bank.materialise(), tokenizer, prompts, s.max_new_tokens, s.eval_batch_size,
                       rule=lambda logits: logits[0][:, :vocab])  # soft-prompt rows are never emitted
@@ -272,26 +292,50 @@ def prompt_tuning(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFr
     return frames, int(bank.rows().numel())
 
 
+def lora_pool(tokenizer, atomic: pl.DataFrame, procs: list[int], split: str = "train") -> Pool:
+    """The plain format's examples of `procs` ([query][response]<eos>): what LoRA fine-tuning learns from."""
+    rows = atomic.filter((pl.col("split") == split) & pl.col("procedure").is_in(procs))
+    return [(ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + [tokenizer.eos_token_id])
+            for q, a in rows.select("query", "answer").iter_rows()]
+
+
+def tune_lora_lr(backbone, tokenizer, first: list[int], atomic: pl.DataFrame, s: BaselineSettings) -> tuple[float, dict[str, float]]:
+    """LoRA's learning rate at its best: per candidate in s.lora_lrs a fresh LoRA trained on round 1's training
+    queries less s.validation_queries per procedure, scored by EM on those held-out ones (never a test query).
+    The best rate (ties: the first) and every candidate's validation EM."""
+    train = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(first)).with_columns(
+        (pl.int_range(pl.len()).over("procedure") < s.validation_queries).alias("_val"))
+    fit_rows, val_rows = train.filter(~pl.col("_val")), train.filter(pl.col("_val"))
+    if fit_rows.is_empty():
+        raise ValueError(f"tokmem baselines: validation_queries = {s.validation_queries} leaves no round-1 training query to "
+                         "tune LoRA on; lower baselines.validation_queries below synthesize.train_queries")
+    pool = lora_pool(tokenizer, fit_rows, first)
+    prompts = [ids(tokenizer, query_prompt(q)) for q in val_rows["query"]]
+    scores: dict[str, float] = {}
+    for lr in s.lora_lrs:
+        lm = copy.deepcopy(backbone)
+        add_qv_lora(lm, s.lora_r, s.lora_alpha, tuple(s.lora_targets))
+        fit_causal_lm(lm, {"current": pool}, {"current": 1.0}, TrainConfig(s.steps_per_round, lr, 0, 0.0, seed=s.seed), s.batch_size,
+                      tokenizer.pad_token_id, description=f"tokmem LoRA lr {lr:g} (validation)")
+        outs = greedy(lm, tokenizer, prompts, s.max_new_tokens, s.eval_batch_size)
+        scores[f"{lr:g}"] = 100 * sum(exact_match(text(tokenizer, o), a) for o, a in zip(outs, val_rows["answer"], strict=True)) / len(outs)
+    best = max(s.lora_lrs, key=lambda lr: scores[f"{lr:g}"])
+    return best, scores
+
+
 def sequential_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFrame, tests_all: pl.DataFrame, method: str,
-                    replay: float, s: BaselineSettings) -> tuple[list[pl.DataFrame], int]:
-    """One LoRA (q/v) on a copy of the backbone trained round after round on the new procedures (seed + round),
-    with `replay` of each batch drawn from earlier rounds' procedures (0: none); no routing."""
+                    replay: float, lr: float, s: BaselineSettings) -> tuple[list[pl.DataFrame], int]:
+    """One LoRA (on s.lora_targets, at learning rate `lr`) on a copy of the backbone trained round after round on the
+    new procedures (seed + round), with `replay` of each batch drawn from earlier rounds' procedures (0: none); no routing."""
     lm = copy.deepcopy(backbone)
-    trainable = add_qv_lora(lm, s.lora_r, s.lora_alpha)
-    eos = [tokenizer.eos_token_id]
-
-    def pool_of(ps: list[int]) -> Pool:
-        rows = atomic.filter((pl.col("split") == "train") & pl.col("procedure").is_in(ps))
-        return [(ids(tokenizer, query_prompt(q)), ids(tokenizer, response(a)) + eos)
-                for q, a in rows.select("query", "answer").iter_rows()]
-
+    trainable = add_qv_lora(lm, s.lora_r, s.lora_alpha, tuple(s.lora_targets))
     done: list[int] = []
     frames = []
     for rnd, procs in enumerate(added, start=1):
-        pools, mixture = {"current": pool_of(procs)}, {"current": 1.0}
+        pools, mixture = {"current": lora_pool(tokenizer, atomic, procs)}, {"current": 1.0}
         if replay > 0 and done:
-            pools["replay"], mixture = pool_of(done), {"current": 1.0 - replay, "replay": replay}
-        fit_causal_lm(lm, pools, mixture, TrainConfig(s.steps_per_round, s.lora_lr, 0, 0.0, seed=s.seed + rnd), s.batch_size,
+            pools["replay"], mixture = lora_pool(tokenizer, atomic, done), {"current": 1.0 - replay, "replay": replay}
+        fit_causal_lm(lm, pools, mixture, TrainConfig(s.steps_per_round, lr, 0, 0.0, seed=s.seed + rnd), s.batch_size,
                       tokenizer.pad_token_id, description=f"tokmem {method} round {rnd}/{len(added)}")
         done += procs
         tests = tests_all.filter(pl.col("procedure").is_in(done))
@@ -301,10 +345,11 @@ def sequential_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.Data
 
 
 def run_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, encoder,
-                  s: BaselineSettings) -> tuple[list[pl.DataFrame], dict[str, float], dict[str, int]]:
-    """RAG, prompt tuning, sequential LoRA without and with replay on the memory procedures' rounds, in this order
+                  s: BaselineSettings) -> tuple[list[pl.DataFrame], dict[str, float], dict[str, int], dict[str, object]]:
+    """RAG in both query regimes (paraphrased, named), prompt tuning, sequential LoRA without and with replay (its
+    learning rate tuned first on a validation split of round 1) on the memory procedures' rounds, in this order
     (each LoRA's initialisation draws from torch's generator as the runs before left it): their predictions, the
-    seconds each took and its trainable parameter count."""
+    seconds each took, its trainable parameter count, and the LoRA tuning (chosen rate, validation EM per rate)."""
     backbone.requires_grad_(False)
     added = rounds(procedures, "memory")
     memory = procedures.filter(pl.col("split") == "memory").sort("id")
@@ -312,15 +357,24 @@ def run_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.Da
     atomic = examples.filter(pl.col("track") == "atomic")
     tests_all = atomic.filter((pl.col("split") == "test") & pl.col("procedure").is_in(pids))
     retrieved = retrieval_by_round(encoder, added, pids, descriptions, tests_all)
+    named = retrieval_by_round(encoder, added, pids, descriptions, tests_all, "query_named")
     desc = dict(zip(pids, descriptions, strict=True))
+    tuning: dict[str, object] = {}
+
+    def lora(method: str, replay: float) -> tuple[list[pl.DataFrame], int]:
+        if "lr" not in tuning:
+            tuning["lr"], tuning["validation_em"] = tune_lora_lr(backbone, tokenizer, added[0], atomic, s)
+        return sequential_lora(backbone, tokenizer, added, atomic, tests_all, method, replay, tuning["lr"], s)
+
     runs = {"rag": lambda: rag(backbone, tokenizer, retrieved, desc, s.max_new_tokens, s.eval_batch_size),
+            "rag_named": lambda: rag(backbone, tokenizer, named, desc, s.max_new_tokens, s.eval_batch_size, "query_named", "rag_named"),
             "prompt_tuning": lambda: prompt_tuning(backbone, tokenizer, added, atomic, retrieved, s),
-            "lora_seq": lambda: sequential_lora(backbone, tokenizer, added, atomic, tests_all, "lora_seq", 0.0, s),
-            "lora_replay": lambda: sequential_lora(backbone, tokenizer, added, atomic, tests_all, "lora_replay", s.replay_fraction, s)}
+            "lora_seq": lambda: lora("lora_seq", 0.0),
+            "lora_replay": lambda: lora("lora_replay", s.replay_fraction)}
     frames, seconds, trainable = [], {}, {}
     for name, run in runs.items():
         start = time.perf_counter()
         made, trainable[name] = run()
         frames += made
         seconds[name] = time.perf_counter() - start
-    return frames, seconds, trainable
+    return frames, seconds, trainable, tuning

@@ -20,6 +20,7 @@ class MemorySettings:
     lora_r: PositiveInt
     lora_alpha: PositiveInt
     renormalise: bool  # new rows rescaled to the inactive rows' mean norm after every step
+    mask_backbone_procedures: bool  # the backbone's own procedure tokens left out of the routing softmax
     max_new_tokens: PositiveInt
     max_call_tokens: PositiveInt
     eval_batch_size: PositiveInt
@@ -35,7 +36,9 @@ class BaselineSettings:
     prompt_lr: PositiveFloat
     lora_r: PositiveInt
     lora_alpha: PositiveInt
-    lora_lr: PositiveFloat
+    lora_targets: Annotated[list[str], Field(min_length=1)]  # the backbone's linear layers the LoRA adapts
+    lora_lrs: Annotated[list[PositiveFloat], Field(min_length=1)]  # candidates, the best on a round-1 validation split
+    validation_queries: PositiveInt  # round-1 training queries per procedure held out to choose the LoRA rate
     replay_fraction: Annotated[float, Field(ge=0, le=1)]  # lora_replay: share of each batch from earlier rounds
     max_new_tokens: PositiveInt
     eval_batch_size: PositiveInt
