@@ -29,7 +29,7 @@ def tiny_params() -> dict[str, dict[str, object]]:
     params["synthesize"].update(known_entities=8, reading_entities=8, fresh_entities=4, test_facts=10, adaptive_items=6,
                                 conflict_items=20, consistent_items=10)
     params["train"].update(vocab_size=400, hidden_size=32, num_layers=1, intermediate_size=64, steps=5, curriculum_steps=2, batch_size=4)
-    params["infer"].update(cad_betas=[0.5, 1.0])
+    params["infer"].update(cad_betas=[0.5, 1.0], alphas=[0.0, 0.5, 1.0])
     return params
 
 
