@@ -22,7 +22,7 @@ from paperdag.lm import generate, load_causal_lm, plain, tiny_causal_lm, tiny_ll
 from paperdag.methods.ckplug import WorldSizes, build, cad_rule, ckplug_rule, context_prompt, parametric_prompt
 
 RESULTS = Path(__file__).parent / "results" / "ckplug.json"
-MODEL = Path(__file__).resolve().parents[1] / "data" / "ckplug" / "model"
+MODEL = Path(__file__).resolve().parents[1] / "data" / "ckplug" / "model" / "conflict_rows-0"
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    _, _, train_rows, counterfactual, _ = build(WorldSizes(100, 200, 50, args.examples, 10, 0.5, 0, 3000, 600), seed=0)
+    _, _, train_rows, counterfactual, _ = build(WorldSizes(100, 200, 50, args.examples, 10, (0.5,), 0, 3000, 600), seed=0)
     if Path(args.model).is_dir():
         model, tokenizer = load_causal_lm(args.model)
         source = args.model
@@ -50,8 +50,9 @@ def main() -> None:
     par = [tokenizer(parametric_prompt(q))["input_ids"] for q in counterfactual["question"]]
     methods = {
         "plain (RAG)": ([ctx], plain),
-        "ck-plug alpha=0.5": ([ctx, par], ckplug_rule(0.5)),
-        "ck-plug adaptive": ([ctx, par], ckplug_rule(None)),
+        "ck-plug alpha=0.5": ([ctx, par], ckplug_rule(0.5, entropy_over="head")),
+        "ck-plug adaptive": ([ctx, par], ckplug_rule(None, entropy_over="head")),
+        "ck-plug adaptive (vocab entropy)": ([ctx, par], ckplug_rule(None, entropy_over="vocab")),
         "cad": ([ctx, par], cad_rule(0.5)),
     }
     best: dict[str, dict] = {}
@@ -77,9 +78,9 @@ def main() -> None:
               "target": "ck-plug cost ratio ~2 (one extra forward pass per token), not more"}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{'method':<20} {'tokens/s':>10} {'passes':>7} {'cost ratio':>10}")
+    print(f"{'method':<32} {'tokens/s':>10} {'passes':>7} {'cost ratio':>10}")
     for name, row in best.items():
-        print(f"{name:<20} {row['tokens_per_s']:>10.0f} {row['forward_passes']:>7} {row['cost_ratio_vs_plain']:>10.2f}")
+        print(f"{name:<32} {row['tokens_per_s']:>10.0f} {row['forward_passes']:>7} {row['cost_ratio_vs_plain']:>10.2f}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from paperdag.methods.ckplug import (
     ckplug_step,
     confidence_gain,
     entropy,
+    filtered,
     head_mask,
     is_conflict,
 )
@@ -113,3 +114,20 @@ def test_cad_contrasts_context_and_parametric_logits() -> None:
     """CAD with beta = 0.5: 1.5 l_ctx - 0.5 l_par, computed on plain numbers."""
     ctx, par = torch.tensor([[2.0, 1.0]]), torch.tensor([[4.0, 0.0]])
     assert cad_rule(0.5)([ctx, par]).tolist() == [[1.0, 1.5]]
+
+
+def test_entropies_over_the_head_differ_from_the_vocabulary_and_change_the_decision() -> None:
+    """The official code's entropies are on each distribution filtered to its relative-top head: a long tail of tiny
+    probabilities raises the full-vocabulary entropy but not the head's. p_ctx is sure of token 0 (.6) with a tail of
+    1000 tokens at .0004; p_par is (.45, .55). Over the vocabulary H(p_ctx) ~ 3.4 > H(p_par) = .69: a conflict, and
+    alpha = 1 follows memory (token 1). Over the heads H(p_ctx) = 0: no conflict, p_ctx is kept (token 0)."""
+    ctx = torch.tensor([[0.6, 1e-9] + [0.0004] * 1000], dtype=torch.float64).log()
+    par = torch.tensor([[0.45, 0.55] + [1e-9] * 1000], dtype=torch.float64).log()  # real LMs have no exact zeros
+    assert filtered(ctx, 0.01, 1).exp()[0, 0].item() == pytest.approx(1.0)
+    assert entropy(filtered(ctx, 0.01, 1)).item() == pytest.approx(0.0) and entropy(ctx).item() > 3.0
+    assert is_conflict(par, ctx).item() and not is_conflict(filtered(par, 0.01, 1), filtered(ctx, 0.01, 1)).item()
+    head = ckplug_step(par, ctx, 1.0, min_head=1, entropy_over="head")
+    vocab = ckplug_step(par, ctx, 1.0, min_head=1, entropy_over="vocab")
+    assert torch.equal(head, ctx) and vocab.argmax(-1).item() == 1
+    with pytest.raises(ValueError, match="entropy_over"):
+        ckplug_step(par, ctx, 1.0, entropy_over="other")

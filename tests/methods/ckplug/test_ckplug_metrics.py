@@ -20,19 +20,23 @@ def test_memory_ratio_is_par_share_and_50_without_either() -> None:
 
 
 def test_table_has_one_row_per_method_and_alpha() -> None:
-    """Two CK-PLUG alphas and RAG: ConR / ParR / MR from the counterfactual rows, acc from the adaptive rows."""
+    """Two CK-PLUG alphas, RAG and no-RAG: ConR / ParR / MR from the counterfactual rows (and on the items no-RAG
+    recalls), acc per noise level and group from the adaptive rows."""
     rows = []
-    for method, alpha, preds in (("rag", None, ["blue", "red"]), ("ck-plug", 0.0, ["blue", "blue"]), ("ck-plug", 1.0, ["red", "red"])):
-        rows += [{"set": "counterfactual", "method": method, "alpha": alpha, "prediction": p, "context_answer": "blue",
-                  "memory_answer": "red", "gold": None, "group": "counterfactual"} for p in preds]
-        rows.append({"set": "adaptive", "method": method, "alpha": alpha, "prediction": preds[0], "context_answer": "blue",
-                     "memory_answer": "red", "gold": "red", "group": "noisy_known"})
+    methods = (("no-rag", None, ["red", "grey"]), ("rag", None, ["blue", "red"]), ("ck-plug", 0.0, ["blue", "blue"]),
+               ("ck-plug", 1.0, ["red", "red"]))
+    for method, alpha, preds in methods:
+        rows += [{"set": "counterfactual", "item": i, "method": method, "alpha": alpha, "prediction": p, "context_answer": "blue",
+                  "memory_answer": "red", "gold": None, "group": "counterfactual", "noise": None} for i, p in enumerate(preds)]
+        rows.append({"set": "adaptive", "item": 0, "method": method, "alpha": alpha, "prediction": preds[0], "context_answer": "blue",
+                     "memory_answer": "red", "gold": "red", "group": "noisy_known", "noise": 0.5})
     table = memory_recall_table(pl.DataFrame(rows), [])
     by = {(r["method"], r["alpha"]): r for r in table}
     assert (by[("rag", None)]["ConR"], by[("rag", None)]["ParR"], by[("rag", None)]["MR"]) == (50.0, 50.0, 50.0)
+    assert by[("rag", None)]["MR_recalled"] == 0.0 and by[("rag", None)]["recalled_items"] == 1  # item 0: no-RAG says red
     assert by[("ck-plug", 0.0)]["MR"] == 0.0 and by[("ck-plug", 1.0)]["MR"] == 100.0
-    assert by[("ck-plug", 1.0)]["acc"] == 100.0 and by[("ck-plug", 0.0)]["acc"] == 0.0
-    assert by[("ck-plug", 1.0)]["acc_by_group"] == {"noisy_known": 100.0}
+    assert by[("ck-plug", 1.0)]["acc_by_noise"] == {"0.5": {"acc": 100.0, "by_group": {"noisy_known": 100.0}}}
+    assert by[("ck-plug", 0.0)]["acc_by_noise"]["0.5"]["acc"] == 0.0
 
 
 def test_monotone_needs_every_step_non_decreasing_and_a_rise() -> None:

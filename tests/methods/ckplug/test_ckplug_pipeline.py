@@ -18,10 +18,13 @@ from paperdag.engine.spec import load_project
 
 pytestmark = smoke_group("ckplug")
 
-REPLICATES = [str(r) for r in load_project(REPO).pipeline("ckplug").smoke["ckplug.replicates"]]  # as matrix elements
-INTERVAL_KEYS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_rag", "adaptive_acc", "rag_acc", "norag_acc",
-                 "decode_cost_ratio", "adaptive_minus_rag", "adaptive_minus_norag"}
-CLAIMS = {"mr_range_wide", "mr_monotone", "adaptive_beats_rag", "adaptive_beats_norag", "decode_cost", "task_learnable"}
+REPLICATES = [str(r) for r in load_project(REPO).pipeline("ckplug").smoke["ckplug.replicates"]]
+ARMS = yaml.safe_load((REPO / "params.yaml").read_text())["ckplug"]["trainings"]
+ELEMENTS = [f"{a}-{r}" for a in ARMS for r in REPLICATES]  # the matrix elements' keys
+INTERVAL_KEYS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_range_recalled", "mr_rag", "decode_cost_ratio",
+                 "adaptive_minus_rag", "adaptive_minus_norag", "adaptive_minus_cad"}
+CLAIMS = {"mr_range_wide", "mr_monotone", "adaptive_beats_rag", "adaptive_beats_norag", "adaptive_beats_cad", "decode_cost",
+          "task_learnable", "mr_range_wide_training_free", "adaptive_beats_rag_training_free"}
 
 
 @pytest.fixture(scope="module")
@@ -32,50 +35,71 @@ def repo(smoke_build) -> Path:
 
 def test_each_replicate_saves_a_transformers_model(repo: Path) -> None:
     """Each replicate's model directory holds what transformers reloads: config, weights, tokenizer."""
-    for r in REPLICATES:
+    for r in ELEMENTS:
         assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (repo / f"data/ckplug/model/{r}").iterdir()}
 
 
 def test_replicates_are_different_models_decoding_the_same_items(repo: Path) -> None:
     """Each replicate trains with its own seed (different weights), and every replicate decodes the same test items
     in the same order (the pairing the paired differences rely on)."""
-    seeds = {json.loads((repo / f"data/ckplug/train_stats/{r}.json").read_text())["seed"] for r in REPLICATES}
-    assert len(seeds) == len(REPLICATES)
-    weights = {(repo / f"data/ckplug/model/{r}/model.safetensors").read_bytes() for r in REPLICATES}
-    assert len(weights) == len(REPLICATES)
+    seeds = {json.loads((repo / f"data/ckplug/train_stats/{r}.json").read_text())["seed"] for r in ELEMENTS}
+    assert len(seeds) == len(ELEMENTS)
+    weights = {(repo / f"data/ckplug/model/{r}/model.safetensors").read_bytes() for r in ELEMENTS}
+    assert len(weights) == len(ELEMENTS)
     items = [pl.read_parquet(repo / f"data/ckplug/predictions/{r}.parquet").select("set", "method", "alpha", "item", "question")
-             for r in REPLICATES]
+             for r in ELEMENTS]
     assert all(i.equals(items[0]) for i in items[1:])
 
 
 def test_headline_has_intervals_over_replicates_and_consistent_values(repo: Path) -> None:
-    """metrics.json has no free-form targets; the headline's numbers are intervals over the replicates whose values
-    are the per-replicate numbers; MR range = MR(1) - MR(0) per replicate; the paired differences carry their mdd;
-    the decode cost ratio is positive."""
+    """metrics.json has no free-form targets; the headline's numbers (the first arm's, the training-free arm's beside
+    them) are intervals over the replicates whose values are the per-replicate numbers; MR range = MR(1) - MR(0) per
+    replicate; the paired differences carry their mdd; the adaptive set holds what was requested."""
     metrics = json.loads((repo / "data/ckplug/metrics.json").read_text())
     assert "targets" not in metrics
-    h, per = metrics["headline"], metrics["replicates"]
-    assert list(per) == REPLICATES and h["replicates"] == len(REPLICATES)
-    for key in INTERVAL_KEYS:
-        assert h[key]["n"] == len(REPLICATES) and h[key]["ci95_low"] <= h[key]["mean"] <= h[key]["ci95_high"], key
-    assert h["adaptive_minus_rag"]["mdd"] is not None and h["adaptive_minus_norag"]["mdd"] is not None
-    for r in REPLICATES:
-        p = per[r]
-        assert 0.0 <= p["closed_book_recall"] <= 1.0
-        mrs = list(p["mr_by_alpha"].values())
-        assert (p["mr_alpha0"], p["mr_alpha1"], p["mr_range"]) == (mrs[0], mrs[-1], mrs[-1] - mrs[0])
-        assert p["decode_cost_ratio"] > 0
-    assert h["mr_range"]["values"] == [per[r]["mr_range"] for r in REPLICATES]
-    assert h["mr_monotone"] == sum(per[r]["mr_monotone"] for r in REPLICATES) / len(REPLICATES)
-    assert {(r["method"], r["alpha"]) for r in metrics["table"]} >= {("rag", None), ("ck-plug", 0.0), ("ck-plug", 1.0)}
+    h = metrics["headline"]
+    assert list(metrics["replicates"]) == ARMS and h["replicates"] == len(REPLICATES)
+    synth = yaml.safe_load((repo / "params.yaml").read_text())["ckplug"]["synthesize"]
+    assert h["adaptive_set_size"] == h["adaptive_set_requested"] == synth["adaptive_items"] * len(synth["adaptive_noise"])
+    for arm, head in zip(ARMS, (h, h[ARMS[1]]), strict=True):
+        per = metrics["replicates"][arm]
+        assert list(per) == REPLICATES
+        for key in INTERVAL_KEYS:
+            assert head[key]["n"] == len(REPLICATES) and head[key]["ci95_low"] <= head[key]["mean"] <= head[key]["ci95_high"], key
+        assert head["adaptive_minus_rag"]["mdd"] is not None and head["adaptive_minus_norag"]["mdd"] is not None
+        for r in REPLICATES:
+            p = per[r]
+            assert 0.0 <= p["closed_book_recall"] <= 1.0
+            mrs = list(p["mr_by_alpha"].values())
+            assert (p["mr_alpha0"], p["mr_alpha1"], p["mr_range"]) == (mrs[0], mrs[-1], mrs[-1] - mrs[0])
+            assert p["decode_cost_ratio"] > 0
+        assert head["mr_range"]["values"] == [per[r]["mr_range"] for r in REPLICATES]
+        assert head["mr_monotone"] == sum(per[r]["mr_monotone"] for r in REPLICATES) / len(REPLICATES)
+        assert {(r["method"], r["alpha"]) for r in metrics["table"][arm]} >= {("rag", None), ("ck-plug", 0.0), ("ck-plug", 1.0)}
+
+
+def test_adaptive_set_has_the_requested_composition_per_noise_level(repo: Path) -> None:
+    """Issue 17's bug: the adaptive set must hold adaptive_items per noise level, round(items x noise) noisy_known and
+    the rest correct (half fresh, rounded up), every group filled as counted, no item twice within a level."""
+    synth = yaml.safe_load((repo / "params.yaml").read_text())["ckplug"]["synthesize"]
+    ad = pl.read_parquet(repo / "data/ckplug/adaptive.parquet")
+    assert sorted(set(ad["noise"])) == sorted(synth["adaptive_noise"])
+    for noise in synth["adaptive_noise"]:
+        level = ad.filter(pl.col("noise") == noise)
+        n = synth["adaptive_items"]
+        noisy = round(n * noise)
+        want = {"noisy_known": noisy, "correct_fresh": (n - noisy + 1) // 2, "correct_known": n - noisy - (n - noisy + 1) // 2}
+        got = dict(level.group_by("group").len().iter_rows())
+        assert {g: got.get(g, 0) for g in want} == want and level.height == n
+        assert level.select("entity", "relation").n_unique() == n
 
 
 def test_train_stats_report_the_loss_curve(repo: Path) -> None:
     """Each replicate's train_stats holds one loss per step, and the loss fell during training."""
     steps = yaml.safe_load((repo / "params.yaml").read_text())["ckplug"]["train"]["steps"]
-    for r in REPLICATES:
+    for r in ELEMENTS:
         stats = json.loads((repo / f"data/ckplug/train_stats/{r}.json").read_text())
-        assert stats["replicate"] == int(r) and len(stats["loss"]) == steps
+        assert f"{stats['training']}-{stats['replicate']}" == r and len(stats["loss"]) == steps
         assert sum(stats["loss"][-10:]) < sum(stats["loss"][:10])
 
 
@@ -101,7 +125,7 @@ def _predictions(repo: Path, r: str) -> Path:
 def _replace_predictions(repo: Path, methods: list[str], by: str) -> None:
     """Every row of `methods` (each alpha) gets the prediction `by` made for the same (set, item): what a decoder
     that behaves like the baseline would have written."""
-    for r in REPLICATES:
+    for r in ELEMENTS:
         df = pl.read_parquet(_predictions(repo, r))
         base = df.filter(pl.col("method") == by).select("set", "item", pl.col("prediction").alias("baseline_prediction"))
         out = df.join(base, on=["set", "item"], how="left", maintain_order="left").with_columns(
@@ -115,7 +139,7 @@ def _oracle(repo: Path) -> None:
     """Inputs under which every claim's effect is there: adaptive CK-PLUG answers the gold, CK-PLUG at alpha answers
     memory on a share alpha of the counterfactual items (MR = 100 alpha), recall is perfect, CK-PLUG decodes at twice
     plain decoding's time per token."""
-    for r in REPLICATES:
+    for r in ELEMENTS:
         df = pl.read_parquet(_predictions(repo, r))
         n = df.filter(pl.col("set") == "counterfactual")["item"].max() + 1
         ck_cf = (pl.col("method") == "ck-plug") & (pl.col("set") == "counterfactual")
@@ -130,14 +154,14 @@ def _oracle(repo: Path) -> None:
 
 
 def _set_recall(repo: Path, recall: float) -> None:
-    for r in REPLICATES:
+    for r in ELEMENTS:
         path = repo / f"data/ckplug/train_stats/{r}.json"
         path.write_text(json.dumps(json.loads(path.read_text()) | {"closed_book_recall": recall}))
 
 
 def _set_cost_ratio(repo: Path, ratio: float) -> None:
     """CK-PLUG's decoding seconds rewritten to `ratio` times plain RAG decoding's seconds per token."""
-    for r in REPLICATES:
+    for r in ELEMENTS:
         path = repo / f"data/ckplug/decode_stats/{r}.json"
         stats = json.loads(path.read_text())
         rag = [x for x in stats["runs"] if x["method"] == "rag"]
@@ -176,40 +200,45 @@ def test_ckplug_declares_the_claims_with_paper_sentence_and_baseline() -> None:
 
 
 def test_every_claim_can_hold_under_oracle_inputs(claims_repo: Path) -> None:
-    """With the claimed effects written into evaluate's inputs, no claim is `not_held`: the ones whose replicates
-    agree exactly are `held`; the paired accuracy differences (RAG / no-RAG accuracy differ between the two
+    """With the claimed effects written into evaluate's inputs (both training arms), no claim is `not_held`: the ones
+    whose replicates agree exactly are `held`; the paired accuracy differences (baselines' accuracies differ between
     replicates) at least pass on their mean."""
     claims = _judge(claims_repo, _oracle)
     assert set(claims) == CLAIMS
-    for name in ("mr_range_wide", "mr_monotone", "decode_cost", "task_learnable"):
+    for name in ("mr_range_wide", "mr_monotone", "decode_cost", "task_learnable", "mr_range_wide_training_free"):
         assert claims[name]["status"] == "held", (name, claims[name])
-    for name in ("adaptive_beats_rag", "adaptive_beats_norag"):
+    for name in ADAPTIVE_CLAIMS:
         assert claims[name]["status"] in ("held", "within_noise"), (name, claims[name])
 
 
+ADAPTIVE_CLAIMS = {"adaptive_beats_rag", "adaptive_beats_norag", "adaptive_beats_cad", "adaptive_beats_rag_training_free"}
 # each swap replaces one method output by its strongest baseline's, and the claims it must break. Swaps touching
-# different inputs (rows of other methods, other files) are judged in one evaluate rerun (each costs ~40 s here);
-# adaptive CK-PLUG's rows are replaced by RAG's in one rerun and by no-RAG's in the other.
+# different inputs (rows of other methods, other files) are judged in one evaluate rerun; adaptive CK-PLUG's rows are
+# replaced by RAG's, no-RAG's or CAD's (one beta) in separate reruns. Every swap edits both training arms.
 SWAPS = {
-    "adaptive_by_rag": ({"adaptive_beats_rag"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "rag")),
+    "adaptive_by_rag": ({"adaptive_beats_rag", "adaptive_beats_rag_training_free"},
+                        lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "rag")),
     "adaptive_by_norag": ({"adaptive_beats_norag"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "no-rag")),
-    "alpha_sweep_constant": ({"mr_range_wide", "mr_monotone"}, lambda repo: _replace_predictions(repo, ["ck-plug"], "rag")),
+    "adaptive_by_cad": ({"adaptive_beats_cad"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "cad beta=0.5")),
+    "alpha_sweep_constant": ({"mr_range_wide", "mr_monotone", "mr_range_wide_training_free"},
+                             lambda repo: _replace_predictions(repo, ["ck-plug"], "rag")),
     "untrained_recall": ({"task_learnable"}, lambda repo: _set_recall(repo, 0.0)),
     "three_passes_per_token": ({"decode_cost"}, lambda repo: _set_cost_ratio(repo, 3.0)),
 }
 
 
 @pytest.mark.parametrize("swaps", [["adaptive_by_rag", "alpha_sweep_constant", "untrained_recall", "three_passes_per_token"],
-                                   ["adaptive_by_norag"]], ids=["rag-sweep-recall-cost", "norag"])
+                                   ["adaptive_by_norag"], ["adaptive_by_cad"]], ids=["rag-sweep-recall-cost", "norag", "cad"])
 def test_claim_is_not_held_when_the_method_output_is_the_baselines(claims_repo: Path, swaps: list[str]) -> None:
     """Starting from the oracle inputs (every claim passes), replacing the method's output by its strongest baseline's
-    makes exactly the claims about that output not held: adaptive CK-PLUG's predictions by RAG's (or no-RAG's), every
-    alpha of the CK-PLUG sweep by RAG's (a constant: no knob), closed-book recall by an untrained model's (0), CK-PLUG's
-    decoding time by three plain passes per token. Claims whose inputs no swap touches stay held."""
+    makes exactly the claims about that output not held: adaptive CK-PLUG's predictions by RAG's (or no-RAG's, or
+    CAD's at one beta: never above CAD at its best), every alpha of the CK-PLUG sweep by RAG's (a constant: no knob),
+    closed-book recall by an untrained model's (0), CK-PLUG's decoding time by three plain passes per token. Claims
+    whose inputs no swap touches stay held."""
     failing = set().union(*(SWAPS[s][0] for s in swaps))
-    # claims on adaptive CK-PLUG's accuracy both change when its predictions are swapped (by RAG's, the adaptive
-    # model may also fall to no-RAG's accuracy): only the targeted one is asserted
-    touched = failing | ({"adaptive_beats_rag", "adaptive_beats_norag"} if failing & {"adaptive_beats_rag", "adaptive_beats_norag"} else set())
+    # claims on adaptive CK-PLUG's accuracy all change when its predictions are swapped (by RAG's, the adaptive
+    # model may also fall to no-RAG's accuracy): only the targeted ones are asserted
+    touched = failing | (ADAPTIVE_CLAIMS if failing & ADAPTIVE_CLAIMS else set())
 
     def edit(repo: Path) -> None:
         _oracle(repo)

@@ -13,11 +13,11 @@ from paperdag._lazy import attach
 # importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
     "figures": ["mr_vs_alpha"],
-    "data": ["KINDS", "ConflictRule", "Kind", "WorldSizes", "build", "context_prompt", "encode", "parametric_prompt",
-             "training_pools", "training_texts"],
-    "decoding": ["CONFLICT_RULES", "adaptive_alpha", "adjusted_distribution", "cad_rule", "ckplug_rule",
+    "data": ["KINDS", "ConflictRule", "EntropyOver", "Kind", "WorldSizes", "build", "level_counts", "context_prompt", "encode", "parametric_prompt",
+             "training_arm", "training_pools", "training_texts", "TrainingArm"],
+    "decoding": ["CONFLICT_RULES", "ENTROPY_OVER", "adaptive_alpha", "filtered", "adjusted_distribution", "cad_rule", "ckplug_rule",
                  "ckplug_step", "confidence_gain", "entropy", "head_mask", "is_conflict"],
-    "metrics": ["headline", "interval_table", "is_monotone", "memory_ratio", "memory_recall_table", "mr_sweep", "recall",
+    "metrics": ["arm_headline", "headline", "interval_table", "is_monotone", "memory_ratio", "memory_recall_table", "mr_sweep", "recall",
                 "replicate_numbers", "seconds_per_token"],
     "protocol": ["closed_book_recall", "decode_views", "method_rules", "run_methods"],
 })

@@ -5,6 +5,8 @@ next-token distributions of two views of one example:
 
     CG = H(p_par) - H(p_ctx)                                   confidence gain (entropy shift from the context)
     conflict: CG < 0  (paper)   or   CG - H(p_ctx) < 0  (official code)
+    entropies: over the full vocabulary ("vocab") or, as the official code, over each distribution filtered to its
+    own relative-top head and renormalised ("head"); the same choice feeds CG, the conflict test and Eq. 10
     q_par  = log p_par                                          parametric score
     q_cont = log p_ctx - log p_par                              contextual score (what the context adds)
     p_hat  = softmax_{x in V_head}(alpha q_par + (1 - alpha) q_cont)    on conflict steps, else p_ctx
@@ -23,9 +25,10 @@ from typing import get_args
 
 import torch
 
-from paperdag.methods.ckplug.data import ConflictRule
+from paperdag.methods.ckplug.data import ConflictRule, EntropyOver
 
 CONFLICT_RULES: tuple[str, ...] = get_args(ConflictRule)
+ENTROPY_OVER: tuple[str, ...] = get_args(EntropyOver)
 NEG_INF = float("-inf")
 
 
@@ -81,6 +84,13 @@ def adaptive_alpha(log_p_par: torch.Tensor, log_p_ctx: torch.Tensor) -> torch.Te
     return torch.where(total > 0, h_ctx / total.clamp(min=1e-12), torch.full_like(total, 0.5))
 
 
+def filtered(log_p: torch.Tensor, relative_top: float = 0.01, min_head: int = 10) -> torch.Tensor:
+    """log p restricted to its own head (head_mask) and renormalised: the distribution the official code takes
+    entropies on (-inf outside the head)."""
+    mask = head_mask(log_p, relative_top, min_head)
+    return torch.where(mask, log_p, torch.full_like(log_p, NEG_INF)).log_softmax(-1)
+
+
 def ckplug_step(
     log_p_par: torch.Tensor,
     log_p_ctx: torch.Tensor,
@@ -88,24 +98,35 @@ def ckplug_step(
     conflict_rule: str = "paper",
     relative_top: float = 0.01,
     min_head: int = 10,
+    entropy_over: str = "vocab",
 ) -> torch.Tensor:
-    """One CK-PLUG step: log p_hat on conflict rows, log p_ctx elsewhere; alpha=None is the adaptive mode."""
-    a = adaptive_alpha(log_p_par, log_p_ctx) if alpha is None else alpha
+    """One CK-PLUG step: log p_hat on conflict rows, log p_ctx elsewhere; alpha=None is the adaptive mode. Entropies
+    (CG, the conflict test, Eq. 10) over the full vocabulary or over each distribution's relative-top head."""
+    if entropy_over not in ENTROPY_OVER:
+        raise ValueError(f"entropy_over {entropy_over!r}: choose one of {ENTROPY_OVER}")
+    if entropy_over == "head":
+        h_par, h_ctx = filtered(log_p_par, relative_top, min_head), filtered(log_p_ctx, relative_top, min_head)
+    else:
+        h_par, h_ctx = log_p_par, log_p_ctx
+    a = adaptive_alpha(h_par, h_ctx) if alpha is None else alpha
     adjusted = adjusted_distribution(log_p_par, log_p_ctx, a, relative_top, min_head)
-    conflict = is_conflict(log_p_par, log_p_ctx, conflict_rule)[:, None]  # (B, 1)
+    conflict = is_conflict(h_par, h_ctx, conflict_rule)[:, None]  # (B, 1)
     return torch.where(conflict, adjusted, log_p_ctx)
 
 
-def ckplug_rule(alpha: float | None, conflict_rule: str = "paper", relative_top: float = 0.01, min_head: int = 10):
+def ckplug_rule(alpha: float | None, conflict_rule: str = "paper", relative_top: float = 0.01, min_head: int = 10,
+                entropy_over: str = "vocab"):
     """A generation StepRule over the views (context prompt, parametric prompt)."""
     if alpha is not None and not 0.0 <= alpha <= 1.0:
         raise ValueError(f"CK-PLUG alpha must lie in [0, 1]; got {alpha}")
     if conflict_rule not in CONFLICT_RULES:
         raise ValueError(f"conflict rule {conflict_rule!r}: choose one of {CONFLICT_RULES}")
+    if entropy_over not in ENTROPY_OVER:
+        raise ValueError(f"entropy_over {entropy_over!r}: choose one of {ENTROPY_OVER}")
 
     def rule(logits: Sequence[torch.Tensor]) -> torch.Tensor:
         ctx, par = logits
-        return ckplug_step(par.log_softmax(-1), ctx.log_softmax(-1), alpha, conflict_rule, relative_top, min_head)
+        return ckplug_step(par.log_softmax(-1), ctx.log_softmax(-1), alpha, conflict_rule, relative_top, min_head, entropy_over)
 
     return rule
 

@@ -10,20 +10,26 @@ from paperdag.figures import decorate, mean_band, panels, reference_lines
 from paperdag.stats import interval
 
 
-def mr_vs_alpha(per: dict[str, dict]) -> Figure:
-    """per: replicate -> its numbers (metrics.replicate_numbers), each with its memory_recall_table."""
+def mr_vs_alpha(arms: dict[str, dict[str, dict]]) -> Figure:
+    """arms: training arm -> replicate -> its numbers (metrics.replicate_numbers), each with its memory_recall_table;
+    one panel per arm."""
+    fig, axes = panels(6.4 * len(arms), 3.8, n=len(arms))
+    for ax, (arm, per) in zip(axes, arms.items(), strict=True):
+        _panel(ax, arm, per)
+    return fig
+
+
+def _panel(ax, arm: str, per: dict[str, dict]) -> None:
     tables = [sorted((r for r in p["table"] if r["method"] == "ck-plug"), key=lambda r: r["alpha"]) for p in per.values()]
     alphas, several = [r["alpha"] for r in tables[0]], len(tables) > 1
-    fig, (ax,) = panels(6.4, 3.8)
     for column, colour, style, marker in (("MR", "tab:blue", "-", "o"), ("ConR", "tab:orange", ":", "."), ("ParR", "tab:green", ":", ".")):
         stats = [interval([t[i][column] for t in tables]) for i in range(len(alphas))]
         mean_band(ax, alphas, [s["mean"] for s in stats], low=[s["ci95_low"] for s in stats] if several else None,
                   high=[s["ci95_high"] for s in stats], colour=colour, style=style, marker=marker, label=f"CK-PLUG {column} (mean)",
                   band_alpha=0.12 if column == "MR" else 0.06, replicates=[[r["MR"] for r in t] for t in tables] if column == "MR" else ())
-    baselines = {"rag": ("black", "--"), "cad": ("tab:red", "-."), "ck-plug-adaptive": ("tab:purple", ":")}
+    baselines = {"rag": ("black", "--"), "ck-plug-adaptive": ("tab:purple", ":")}
     mr = {m: [next(r["MR"] for r in p["table"] if r["method"] == m) for p in per.values()] for m in baselines}
     reference_lines(ax, {f"{m} MR (mean)": (sum(mr[m]) / len(mr[m]), colour, style) for m, (colour, style) in baselines.items()})
-    band = "band: 95 % t interval of the mean, thin lines: each replicate" if several else "one replicate: no interval"
+    band = "band: 95 % t interval, thin lines: replicates" if several else "one replicate: no interval"
     decorate(ax, xlabel="alpha (0: trust context, 1: trust memory)", ylabel="percent (counterfactual set)", ylim=(-2, 102),
-             xticks=alphas, title=f"MR = ParR / (ParR + ConR) vs alpha, mean of {len(tables)} replicates\n({band})")
-    return fig
+             xticks=alphas, title=f"{arm}: MR vs alpha, {len(tables)} replicates\n({band})")

@@ -25,9 +25,16 @@ def memory_ratio(par_r: float, con_r: float) -> float:
     return 100.0 * par_r / (par_r + con_r) if par_r + con_r > 0 else 50.0
 
 
+def _noise_key(noise: float) -> str:
+    return f"{noise:g}"
+
+
 def memory_recall_table(predictions: pl.DataFrame, runs: list[dict]) -> list[dict]:
-    """One row per (method, alpha): ConR, ParR, MR on the counterfactual set, acc (and per group) on the adaptive
-    set, tokens/s over both sets."""
+    """One row per (method, alpha): ConR, ParR, MR on the counterfactual set (and on its items the model recalls
+    closed-book: no-RAG's answer holds the memorised value), acc per noise level and per group of the adaptive set
+    (None where the method did not decode it), tokens/s over its runs."""
+    cf_all = predictions.filter((pl.col("set") == "counterfactual") & (pl.col("method") == "no-rag"))
+    recalled = {i for i, p, a in cf_all.select("item", "prediction", "memory_answer").iter_rows() if contains_answer(p, a)}
     rows = []
     keys = predictions.select("method", "alpha").unique(maintain_order=True).iter_rows()
     for method, alpha in keys:
@@ -36,9 +43,16 @@ def memory_recall_table(predictions: pl.DataFrame, runs: list[dict]) -> list[dic
         ad = mine.filter(pl.col("set") == "adaptive")
         con_r = recall(cf["prediction"].to_list(), cf["context_answer"].to_list())
         par_r = recall(cf["prediction"].to_list(), cf["memory_answer"].to_list())
-        by_group = {
-            group: recall(part["prediction"].to_list(), part["gold"].to_list())
-            for (group,), part in sorted(ad.group_by("group"), key=lambda kv: kv[0])
+        known = cf.filter(pl.col("item").is_in(sorted(recalled)))
+        con_k = recall(known["prediction"].to_list(), known["context_answer"].to_list())
+        par_k = recall(known["prediction"].to_list(), known["memory_answer"].to_list())
+        by_noise = {
+            _noise_key(noise): {
+                "acc": recall(level["prediction"].to_list(), level["gold"].to_list()),
+                "by_group": {g: recall(part["prediction"].to_list(), part["gold"].to_list())
+                             for (g,), part in sorted(level.group_by("group"), key=lambda kv: kv[0])},
+            }
+            for (noise,), level in sorted(ad.group_by("noise"), key=lambda kv: kv[0])
         }
         timed = [r for r in runs if r["method"] == method and r["alpha"] == alpha]
         tokens, seconds = sum(r["new_tokens"] for r in timed), sum(r["seconds"] for r in timed)
@@ -48,20 +62,21 @@ def memory_recall_table(predictions: pl.DataFrame, runs: list[dict]) -> list[dic
             "ConR": con_r,
             "ParR": par_r,
             "MR": memory_ratio(par_r, con_r),
-            "acc": recall(ad["prediction"].to_list(), ad["gold"].to_list()),
-            "acc_by_group": by_group,
+            "MR_recalled": memory_ratio(par_k, con_k) if known.height else None,
+            "recalled_items": known.height,
+            "acc_by_noise": by_noise or None,
             "tokens_per_s": tokens / seconds if seconds else None,
         })
     return rows
 
 
-def mr_sweep(table: list[dict]) -> tuple[list[float], list[float]]:
-    """CK-PLUG's (alphas, MRs) from a memory_recall_table, by increasing alpha; the sweep must span alpha 0 to 1."""
-    ck = sorted((r for r in table if r["method"] == "ck-plug"), key=lambda r: r["alpha"])
+def mr_sweep(table: list[dict], method: str = "ck-plug", column: str = "MR") -> tuple[list[float], list[float]]:
+    """A CK-PLUG sweep's (alphas, MRs) from a memory_recall_table, by increasing alpha; it must span alpha 0 to 1."""
+    ck = sorted((r for r in table if r["method"] == method), key=lambda r: r["alpha"])
     alphas = [r["alpha"] for r in ck]
     if len(ck) < 2 or alphas[0] != 0.0 or alphas[-1] != 1.0:
-        raise ValueError(f"predictions: the CK-PLUG sweep must span alpha 0.0 to 1.0 (the ends of the MR range); got {alphas}")
-    return alphas, [r["MR"] for r in ck]
+        raise ValueError(f"predictions: the {method} sweep must span alpha 0.0 to 1.0 (the ends of the MR range); got {alphas}")
+    return alphas, [50.0 if r[column] is None else r[column] for r in ck]
 
 
 def is_monotone(mrs: list[float]) -> bool:
@@ -79,17 +94,33 @@ def seconds_per_token(runs: list[dict], method: str) -> float:
     return sum(r["seconds"] for r in mine) / tokens
 
 
-# the per-replicate numbers reported as intervals over replicates: name -> method of the table
-ACCURACY = {"adaptive_acc": "ck-plug-adaptive", "rag_acc": "rag", "norag_acc": "no-rag", "cad_acc": "cad"}
-MR = {"mr_rag": "rag", "mr_norag": "no-rag", "mr_cad": "cad", "mr_adaptive": "ck-plug-adaptive"}
-PAIRED = {"adaptive_minus_rag": ("adaptive_acc", "rag_acc"), "adaptive_minus_norag": ("adaptive_acc", "norag_acc")}
+ADAPTIVE = "ck-plug-adaptive"
+BASELINES = {"rag": "rag", "norag": "no-rag"}  # headline name -> method; CAD (best beta) is added per level
+
+
+def _accuracy(by: dict, method: str) -> dict[str, float]:
+    """noise level -> a method's accuracy on that level of the adaptive set."""
+    levels = by[(method, None)]["acc_by_noise"]
+    return {k: v["acc"] for k, v in levels.items()}
 
 
 def replicate_numbers(closed_book_recall: float, predictions: pl.DataFrame, runs: list[dict]) -> dict[str, object]:
-    """One replicate's numbers: closed-book recall, the MR sweep, accuracies on the adaptive set, the decoding cost."""
+    """One replicate's numbers: closed-book recall, the MR sweep (all counterfactual items, and those the model
+    recalls closed-book), adaptive accuracy per noise level against RAG, no-RAG and CAD at its best beta on that
+    level, the same with the entropies over the other choice, the decoding cost."""
     table = memory_recall_table(predictions, runs)
     by = {(r["method"], r["alpha"]): r for r in table}
     alphas, mrs = mr_sweep(table)
+    _, mrs_recalled = mr_sweep(table, column="MR_recalled")
+    other = next(r["method"] for r in table if r["method"].startswith("ck-plug [") and r["alpha"] is not None)
+    _, mrs_other = mr_sweep(table, method=other)
+    cads = [r["method"] for r in table if r["method"].startswith("cad ") and r["alpha"] is None]
+    adaptive = _accuracy(by, ADAPTIVE)
+    adaptive_other = _accuracy(by, f"{ADAPTIVE}{other[len('ck-plug'):]}")
+    acc = {name: _accuracy(by, m) for name, m in BASELINES.items()}
+    cad_acc = {c: _accuracy(by, c) for c in cads}
+    acc["cad"] = {k: max(cad_acc[c][k] for c in cads) for k in adaptive}  # CAD at its best beta per level (tuned on the test items)
+    best_beta = {k: max(cads, key=lambda c: cad_acc[c][k]).split("=")[1] for k in adaptive}
     out: dict[str, object] = {
         "closed_book_recall": closed_book_recall,
         "mr_alpha0": mrs[0],
@@ -97,17 +128,38 @@ def replicate_numbers(closed_book_recall: float, predictions: pl.DataFrame, runs
         "mr_range": mrs[-1] - mrs[0],
         "mr_by_alpha": {f"{a:g}": m for a, m in zip(alphas, mrs, strict=True)},
         "mr_monotone": is_monotone(mrs),
-        **{k: by[(m, None)]["MR"] for k, m in MR.items()},
-        **{k: by[(m, None)]["acc"] for k, m in ACCURACY.items()},
+        "mr_range_recalled": mrs_recalled[-1] - mrs_recalled[0],
+        "mr_by_alpha_recalled": {f"{a:g}": m for a, m in zip(alphas, mrs_recalled, strict=True)},
+        "recalled_items": by[("rag", None)]["recalled_items"],
+        "mr_range_other_entropy": mrs_other[-1] - mrs_other[0],
+        "mr_monotone_other_entropy": is_monotone(mrs_other),
+        "mr_rag": by[("rag", None)]["MR"],
+        "mr_norag": by[("no-rag", None)]["MR"],
+        "mr_adaptive": by[(ADAPTIVE, None)]["MR"],
+        "mr_cad": {c.split("=")[1]: by[(c, None)]["MR"] for c in cads},
+        "adaptive_acc_by_noise": adaptive,
+        "adaptive_acc_other_entropy_by_noise": adaptive_other,
+        **{f"{name}_acc_by_noise": levels for name, levels in acc.items()},
+        "cad_best_beta_by_noise": best_beta,
         "decode_cost_ratio": seconds_per_token(runs, "ck-plug") / seconds_per_token(runs, "rag"),
     }
-    out.update({k: out[a] - out[b] for k, (a, b) in PAIRED.items()})
+    for name, levels in acc.items():
+        diffs = {k: adaptive[k] - levels[k] for k in adaptive}
+        out[f"adaptive_minus_{name}_by_noise"] = diffs
+        out[f"adaptive_minus_{name}"] = min(diffs.values())  # the worst noise level: > 0 iff ahead at every level
+        out[f"adaptive_other_entropy_minus_{name}"] = min(adaptive_other[k] - levels[k] for k in adaptive)
     out["table"] = table
     return out
 
 
+def _over(values: list[dict[str, float]], paired_with_zero: bool = False) -> dict[str, dict]:
+    """key -> interval over replicates of per-replicate dicts with the same keys."""
+    return {k: (paired([v[k] for v in values], [0.0] * len(values)) if paired_with_zero else interval([v[k] for v in values]))
+            for k in values[0]}
+
+
 def interval_table(per: dict[str, dict]) -> list[dict]:
-    """One row per (method, alpha): each column as an interval over replicates (acc_by_group per group)."""
+    """One row per (method, alpha): each column as an interval over replicates (adaptive accuracy per noise level)."""
     first = next(iter(per.values()))["table"]
     rows = []
     for i, row in enumerate(first):
@@ -115,8 +167,11 @@ def interval_table(per: dict[str, dict]) -> list[dict]:
         if any((r["method"], r["alpha"]) != (row["method"], row["alpha"]) for r in reps):
             raise ValueError("predictions: replicates decoded different (method, alpha) lists; rerun ckplug:infer")
         out = {"method": row["method"], "alpha": row["alpha"]}
-        out.update({c: interval([r[c] for r in reps]) for c in ("ConR", "ParR", "MR", "acc")})
-        out["acc_by_group"] = {g: interval([r["acc_by_group"][g] for r in reps]) for g in row["acc_by_group"]}
+        out.update({c: interval([r[c] for r in reps]) for c in ("ConR", "ParR", "MR")})
+        mr_known = [r["MR_recalled"] for r in reps]
+        out["MR_recalled"] = interval(mr_known) if None not in mr_known else None
+        out["acc_by_noise"] = ({k: interval([r["acc_by_noise"][k]["acc"] for r in reps]) for k in row["acc_by_noise"]}
+                               if row["acc_by_noise"] else None)
         times = [r["tokens_per_s"] for r in reps]
         out["tokens_per_s"] = interval(times) if None not in times else None
         rows.append(out)
@@ -124,26 +179,51 @@ def interval_table(per: dict[str, dict]) -> list[dict]:
 
 
 def headline(per: dict[str, dict]) -> dict[str, object]:
-    """The numbers the claims read, over replicates: 95 % t intervals, paired differences on the same items."""
+    """The numbers the claims read, over replicates: 95 % t intervals, paired differences on the same items (the
+    adaptive comparisons: the per-replicate minimum over noise levels of adaptive - baseline)."""
     col = {name: [p[name] for p in per.values()] for name in next(iter(per.values())) if name != "table"}
-    return {
-        "replicates": len(per),
-        "closed_book_recall": interval(col["closed_book_recall"]),
-        "mr_alpha0": interval(col["mr_alpha0"]),
-        "mr_alpha1": interval(col["mr_alpha1"]),
-        "mr_range": interval(col["mr_range"]),
-        "mr_monotone": sum(col["mr_monotone"]) / len(per),
-        **{k: interval(col[k]) for k in ACCURACY},
-        **{k: paired(col[a], col[b]) for k, (a, b) in PAIRED.items()},
-        **{k: interval(col[k]) for k in MR},
-        "mr_by_alpha": {a: interval([m[a] for m in col["mr_by_alpha"]]) for a in col["mr_by_alpha"][0]},
-        "decode_cost_ratio": interval(col["decode_cost_ratio"]),
-        "notes": {
-            "units": "ConR, ParR, MR, acc in percent; closed_book_recall a fraction; intervals: 95 % Student-t over "
-                     "replicates (paperdag.stats), paired = per-replicate differences on the same items",
-            "mr_monotone": "fraction of replicates whose MR is non-decreasing in alpha and MR(1) > MR(0)",
-            "mr_range": "MR(alpha = 1) - MR(alpha = 0), points",
-            "decode_cost_ratio": "CK-PLUG (all alphas, both sets) seconds per generated token / plain RAG decoding's, "
-                                 "same infer run",
-        },
+    scalar = ("closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_range_recalled", "recalled_items",
+              "mr_range_other_entropy", "mr_rag", "mr_norag", "mr_adaptive", "decode_cost_ratio")
+    out: dict[str, object] = {"replicates": len(per)}
+    out.update({k: interval(col[k]) for k in scalar})
+    out["mr_monotone"] = sum(col["mr_monotone"]) / len(per)
+    out["mr_monotone_other_entropy"] = sum(col["mr_monotone_other_entropy"]) / len(per)
+    out["mr_by_alpha"] = _over(col["mr_by_alpha"])
+    out["mr_by_alpha_recalled"] = _over(col["mr_by_alpha_recalled"])
+    out["mr_cad"] = _over(col["mr_cad"])
+    for name in (*BASELINES, "cad"):
+        out[f"adaptive_minus_{name}"] = paired(col[f"adaptive_minus_{name}"], [0.0] * len(per))
+        out[f"adaptive_minus_{name}_by_noise"] = _over(col[f"adaptive_minus_{name}_by_noise"], paired_with_zero=True)
+        out[f"adaptive_other_entropy_minus_{name}"] = paired(col[f"adaptive_other_entropy_minus_{name}"], [0.0] * len(per))
+        out[f"{name}_acc_by_noise"] = _over(col[f"{name}_acc_by_noise"])
+    out["adaptive_acc_by_noise"] = _over(col["adaptive_acc_by_noise"])
+    out["adaptive_acc_other_entropy_by_noise"] = _over(col["adaptive_acc_other_entropy_by_noise"])
+    out["cad_best_beta_by_noise"] = col["cad_best_beta_by_noise"]
+    out["notes"] = {
+        "units": "ConR, ParR, MR, acc in percent; closed_book_recall a fraction; intervals: 95 % Student-t over "
+                 "replicates (paperdag.stats), paired = per-replicate differences on the same items",
+        "mr_monotone": "fraction of replicates whose MR is non-decreasing in alpha and MR(1) > MR(0)",
+        "mr_range": "MR(alpha = 1) - MR(alpha = 0), points; _recalled: on the counterfactual items whose memorised "
+                    "value no-RAG answers (the facts the model recalls closed-book)",
+        "adaptive_minus_X": "per replicate the minimum over the noise levels of adaptive CK-PLUG's accuracy minus X's "
+                            "(> 0 iff ahead at every level); cad: CAD at the beta best on that level's test items "
+                            "(tuned on the test set: an advantage to the baseline)",
+        "other_entropy": "the same numbers with CK-PLUG's entropies taken over the other choice (infer.entropy_over)",
+        "decode_cost_ratio": "CK-PLUG (all alphas, both sets) seconds per generated token / plain RAG decoding's, "
+                             "same infer run",
     }
+    return out
+
+
+def arm_headline(arms: dict[str, dict[str, dict]], adaptive_sizes: dict, requested: int) -> dict[str, object]:
+    """The headline of the first training arm (its keys are what the claims read), each further arm's headline
+    under its name, and the adaptive set's delivered size beside the size requested (every element decoded the same
+    set)."""
+    sizes = set(adaptive_sizes.values())
+    if len(sizes) != 1:
+        raise ValueError(f"predictions: elements decoded adaptive sets of different sizes {sorted(sizes)}; rerun ckplug:infer")
+    first, *rest = arms
+    out = headline(arms[first])
+    out.update({"training": first, "adaptive_set_size": sizes.pop(), "adaptive_set_requested": requested})
+    out.update({arm: headline(arms[arm]) for arm in rest})
+    return out

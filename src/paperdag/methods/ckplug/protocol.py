@@ -16,14 +16,29 @@ from paperdag.lm import contains_answer, generate_batches, plain
 from paperdag.methods.ckplug.data import context_prompt, parametric_prompt
 from paperdag.methods.ckplug.decoding import cad_rule, ckplug_rule
 
-Method = tuple[str, float | None, int, object]  # (name, alpha, views used, step rule)
+Method = tuple[str, float | None, int, object, tuple[str, ...]]  # (name, alpha, views used, step rule, sets decoded)
+BOTH = ("counterfactual", "adaptive")
+COUNTERFACTUAL = ("counterfactual",)
 
 
-def method_rules(alphas: Sequence[float], cad_beta: float, conflict_rule: str, relative_top: float, min_head: int) -> list[Method]:
-    """The methods compared, in table order: no-RAG, RAG, CAD, CK-PLUG at every alpha, adaptive CK-PLUG."""
-    rows: list[Method] = [("no-rag", None, 0, plain), ("rag", None, 1, plain), ("cad", None, 2, cad_rule(cad_beta))]
-    rows += [("ck-plug", a, 2, ckplug_rule(a, conflict_rule, relative_top, min_head)) for a in alphas]
-    rows.append(("ck-plug-adaptive", None, 2, ckplug_rule(None, conflict_rule, relative_top, min_head)))
+def cad_name(beta: float) -> str:
+    """CAD at one strength: its method name in the predictions."""
+    return f"cad beta={beta:g}"
+
+
+def method_rules(alphas: Sequence[float], cad_betas: Sequence[float], conflict_rule: str, relative_top: float, min_head: int,
+                 entropy_over: str) -> list[Method]:
+    """The methods compared, in table order: no-RAG, RAG, CAD at every beta, CK-PLUG at every alpha, adaptive CK-PLUG
+    (entropies over `entropy_over`), then CK-PLUG and adaptive CK-PLUG with the entropies over the other choice. The
+    fixed-alpha sweeps decode the counterfactual set only (MR); the rest both sets."""
+    from paperdag.methods.ckplug.decoding import ENTROPY_OVER
+
+    other = next(e for e in ENTROPY_OVER if e != entropy_over)
+    rows: list[Method] = [("no-rag", None, 0, plain, BOTH), ("rag", None, 1, plain, BOTH)]
+    rows += [(cad_name(b), None, 2, cad_rule(b), BOTH) for b in cad_betas]
+    for suffix, over in (("", entropy_over), (f" [{other} entropy]", other)):
+        rows += [(f"ck-plug{suffix}", a, 2, ckplug_rule(a, conflict_rule, relative_top, min_head, over), COUNTERFACTUAL) for a in alphas]
+        rows.append((f"ck-plug-adaptive{suffix}", None, 2, ckplug_rule(None, conflict_rule, relative_top, min_head, over), BOTH))
     return rows
 
 
@@ -48,8 +63,8 @@ def run_methods(model, tokenizer, sets: dict[str, pl.DataFrame], methods: list[M
                 description: str) -> tuple[pl.DataFrame, list[dict]]:
     """Every method on every test set: one prediction row per (set, item, method), and each run's decoding cost."""
     frames, timing = [], []
-    jobs = [(name, table, m) for name, table in sets.items() for m in methods]
-    for set_name, table, (method, alpha, use, rule) in track(jobs, description=description):
+    jobs = [(name, table, m) for name, table in sets.items() for m in methods if name in m[4]]
+    for set_name, table, (method, alpha, use, rule, _) in track(jobs, description=description):
         with_context = [context_prompt(c, q) for c, q in zip(table["context"], table["question"], strict=True)]
         without = [parametric_prompt(q) for q in table["question"]]
         views = {0: [without], 1: [with_context], 2: [with_context, without]}[use]

@@ -1,0 +1,47 @@
+"""The ckplug data: every requested count is delivered or refused with an error (issue 17: the adaptive set came out
+short, silently), and each noise level's composition."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from paperdag.methods.ckplug import WorldSizes, build, level_counts
+
+
+def sizes(**change) -> WorldSizes:
+    base = dict(known_entities=10, reading_entities=4, fresh_entities=4, test_facts=20, adaptive_items=10,
+                adaptive_noise=(0.2, 0.5, 0.8), distractors=0, conflict_items=10, consistent_items=5)
+    return WorldSizes(**(base | change))
+
+
+def test_level_counts_split_noisy_and_correct_halves() -> None:
+    """round(items x noise) noisy; the correct rest half on fresh entities (rounded up), half on known facts."""
+    assert level_counts(200, 0.5) == {"noisy_known": 100, "correct_known": 50, "correct_fresh": 50}
+    assert level_counts(10, 0.8) == {"noisy_known": 8, "correct_known": 1, "correct_fresh": 1}
+    assert level_counts(10, 0.0) == {"noisy_known": 0, "correct_known": 5, "correct_fresh": 5}
+
+
+def test_adaptive_set_holds_every_requested_item_per_level() -> None:
+    """The set issue 17 found short (150 of 200, correct_known empty) now has adaptive_items per level, each group
+    as counted, distinct facts within a level, and no known fact of it is shown with a context in training."""
+    _, _, train, counterfactual, adaptive = build(sizes(), 3)
+    assert counterfactual.height == 20
+    for noise in (0.2, 0.5, 0.8):
+        level = adaptive.filter(pl.col("noise") == noise)
+        assert dict(level.group_by("group").len().iter_rows()) == {k: v for k, v in level_counts(10, noise).items() if v}
+        assert level.select("entity", "relation").n_unique() == 10
+    contextual = {(e, r) for e, r, c in train.select("entity", "relation", "context").iter_rows() if c}
+    known = adaptive.filter(pl.col("group") != "correct_fresh")
+    assert not contextual & set(known.select("entity", "relation").iter_rows())
+    assert not set(counterfactual.select("entity", "relation").iter_rows()) & set(known.select("entity", "relation").iter_rows())
+
+
+@pytest.mark.parametrize("change, what", [
+    ({"test_facts": 60}, "known facts held out"),  # 10 people x 6 relations = 60 known facts: none left for the adaptive set
+    ({"adaptive_items": 40, "fresh_entities": 2}, "fresh-entity items"),  # 12 fresh facts, 16 asked at noise 0.2
+    ({"test_facts": 51}, "no known fact is left"),  # 51 + 9 (noise 0.8: 8 noisy, 1 correct known) held: none for conflict rows
+])
+def test_a_count_that_cannot_be_met_is_an_error(change: dict, what: str) -> None:
+    with pytest.raises(ValueError, match=what):
+        build(sizes(**change), 3)
