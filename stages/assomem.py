@@ -86,9 +86,12 @@ def build_graph(params: BuildGraphParams, utterances: pl.DataFrame, questions: p
                 .agg(pl.col("text").str.join("\n")).sort(["set", "dialogue", "session"]))
     clues = pl.concat([part.with_columns(pl.Series("clue", session_clues(part["text"].to_list(), params.clue_terms)))
                        for _, part in sessions.group_by(["set", "dialogue"], maintain_order=True)]).drop("text")
-    enc = load_encoder(params.encoder)
-    emb = {name: encode(enc, texts, batch_size=params.batch_size) for name, texts in
-           (("utterances", utterances["text"].to_list()), ("questions", questions["text"].to_list()), ("clues", clues["clue"].to_list()))}
+    texts = {"utterances": utterances["text"].to_list(), "questions": questions["text"].to_list(), "clues": clues["clue"].to_list()}
+    unique = list(dict.fromkeys(t for group in texts.values() for t in group))  # chit-chat repeats: each text once
+    row = {t: i for i, t in enumerate(unique)}
+    print(f"assomem build_graph: encoding {len(unique)} distinct texts of {sum(map(len, texts.values()))}", flush=True)
+    vectors = encode(load_encoder(params.encoder), unique, batch_size=params.batch_size)
+    emb = {name: vectors[[row[t] for t in group]] for name, group in texts.items()}
     edges, groups = [], []
     for st in ("chat", "meeting"):
         u_rows = (utterances["set"] == st).to_numpy()
