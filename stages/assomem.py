@@ -1,6 +1,5 @@
-"""Glue between the paperdag engine and the assomem method: synthesize -> build_graph -> fit_fusion -> retrieve ->
-evaluate, each replicate (an independent pair of dialogue sets) its own matrix element. The dialogue world lives in
-paperdag.dialogue, the method and its protocol in paperdag.methods.assomem: these functions read inputs and call them."""
+"""Glue between the engine and assomem: synthesize -> build_graph -> fit_fusion -> retrieve -> evaluate, per replicate
+(a pair of dialogue sets; paperdag.dialogue) a matrix element; the method is paperdag.methods.assomem."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import random
 from dataclasses import dataclass
 from typing import Annotated
 
-import numpy as np
 import polars as pl
 from pydantic import Field, PositiveFloat, PositiveInt
 
@@ -41,7 +39,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     """Both dialogue sets of this replicate; the first dev_dialogues of each are the dev split."""
     from paperdag.dialogue import DialogueSpec, generate
 
-    utterances, questions = [], []
+    utterances, questions = [], []  # one table each, both sets
     for name in ("chat", "meeting"):
         p: SetParams = getattr(params, name)
         if p.dev_dialogues >= p.dialogues:
@@ -122,37 +120,15 @@ class FitFusionParams:
     item: Item
 
 
-def _memory(utterances, questions, embeddings, clues, graphs, clue_groups, st: str, split: str):
-    from paperdag.methods.assomem.protocol import attach_graphs, dialogues, queries
-
-    u_rows, c_rows = (utterances["set"] == st).to_numpy(), (clues["set"] == st).to_numpy()
-    q = questions.filter(pl.col("set") == st)
-    q_emb = np.asarray(embeddings["questions"])[(questions["set"] == st).to_numpy()]
-    dias = dialogues(utterances.filter(u_rows), np.asarray(embeddings["utterances"])[u_rows], clues.filter(c_rows),
-                     np.asarray(embeddings["clues"])[c_rows])
-    keep = sorted(q.filter(pl.col("split") == split)["dialogue"].unique().to_list())
-    dias = {d: dias[d] for d in keep}
-    attach_graphs(dias, graphs.filter(pl.col("set") == st), clue_groups.filter(pl.col("set") == st))
-    return dias, {d: queries(q, q_emb, d) for d in keep}
-
-
-def _grids(params: FitFusionParams, graphs: pl.DataFrame):
-    from paperdag.methods.assomem.protocol import Grids
-
-    axes = {f: getattr(params, f) for f in ("k", "temperature", "damping", "tau_days", "seeds", "pagerank_damping", "bm25_k1",
-                                             "bm25_b", "two_stage_sessions", "two_stage_alpha", "budget")}
-    return Grids(delta=sorted(graphs["delta"].unique().to_list()), gamma=sorted(graphs["gamma"].unique().to_list()), **axes)
-
-
 def fit_fusion(params: FitFusionParams, utterances: pl.DataFrame, questions: pl.DataFrame, embeddings: dict,
                clues: pl.DataFrame, graphs: pl.DataFrame, clue_groups: pl.DataFrame) -> dict[str, object]:
     """On each set's dev dialogues only: every method's setting chosen by dev R@6 within the shared budget; AssoMem's
     CMI per signal and question type (its fusion weights); the world and the graph checked usable."""
-    from paperdag.methods.assomem.protocol import METHODS, candidate_recall, tune
+    from paperdag.methods.assomem.protocol import METHODS, candidate_recall, grids_from, split_memories, tune
 
-    grids, out = _grids(params, graphs), {}
+    grids, out = grids_from(params, graphs), {}
     for st in ("chat", "meeting"):
-        dias, qs = _memory(utterances, questions, embeddings, clues, graphs, clue_groups, st, "dev")
+        dias, qs = split_memories(utterances, questions, embeddings, clues, graphs, clue_groups, st, "dev")
         tuned = {}
         for m in METHODS:
             tuned[m] = tune(m, dias, qs, grids)
@@ -170,20 +146,15 @@ def fit_fusion(params: FitFusionParams, utterances: pl.DataFrame, questions: pl.
     return {"fusion": out}
 
 
-@dataclass(frozen=True)
-class RetrieveParams(FitFusionParams):
-    pass
-
-
-def retrieve(params: RetrieveParams, utterances: pl.DataFrame, questions: pl.DataFrame, embeddings: dict, clues: pl.DataFrame,
+def retrieve(params: FitFusionParams, utterances: pl.DataFrame, questions: pl.DataFrame, embeddings: dict, clues: pl.DataFrame,
              graphs: pl.DataFrame, clue_groups: pl.DataFrame, fusion: dict) -> dict[str, object]:
     """Every method at its dev-chosen setting (AssoMem with its dev CMI) on the test dialogues: top-10 per question;
     AssoMem and flat dense timed one query at a time, in turn, per dialogue."""
-    from paperdag.methods.assomem.protocol import METHODS, TOP, run_method, timed_assomem, timed_flat
+    from paperdag.methods.assomem.protocol import METHODS, TOP, grids_from, run_method, split_memories, timed_assomem, timed_flat
 
-    grids, rows, latency = _grids(params, graphs), [], {"assomem": [], "flat_dense": []}
+    grids, rows, latency = grids_from(params, graphs), [], {"assomem": [], "flat_dense": []}
     for st in ("chat", "meeting"):
-        dias, qs = _memory(utterances, questions, embeddings, clues, graphs, clue_groups, st, "test")
+        dias, qs = split_memories(utterances, questions, embeddings, clues, graphs, clue_groups, st, "test")
         for m in METHODS:
             tuned = fusion[st]["methods"][m]
             qids, uids, _ = run_method(m, tuned["setting"], dias, qs, grids, tuned["cmi"] or None)

@@ -3,6 +3,7 @@ types, usefulness labels right on a hand-checked dialogue, similarity density, a
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from datetime import date
@@ -91,7 +92,7 @@ def test_the_world_is_similarity_dense() -> None:
         for u in rows:
             if u["kind"] == "fact":
                 facts.setdefault((u["entity"], u["attribute"]), []).append(u["value"])
-        assert all(a != b for vals in facts.values() for a, b in zip(vals, vals[1:]))
+        assert all(a != b for vals in facts.values() for a, b in itertools.pairwise(vals))
         assert sum(u["kind"] in ("chat", "tease") for u in rows) > sum(u["kind"] == "fact" for u in rows)
 
 

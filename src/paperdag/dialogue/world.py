@@ -3,7 +3,9 @@
 Similarity-dense by construction: every session is about one entity from a few kinds that share attributes and
 sentence templates (my friend Anna / my cousin Ben both move house and change jobs), every entity is discussed in
 several sessions and its attributes change from one to the next, and topical filler names the entity without
-saying anything (a near-duplicate of the questions that is never useful). Three question types:
+saying anything (a near-duplicate of the questions that is never useful). One session per preference category
+(food, music, ...) has every speaker state their own preference: near-duplicates that differ by the speaker.
+Three question types:
 
     fact        the current value of an entity's attribute   ("... now?")      useful: its latest statement
     temporal    the value stated in one dated session         ("... on 3 May")  useful: that session's statement

@@ -11,9 +11,20 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from paperdag.methods.assomem.memory import (build_graph, conditional_mi, fuse, fusion_weights, merge_clues,
-                                             mutual_information, parse_time, personalised_pagerank, session_clues,
-                                             teleport_vector, temporal_alignment, transition)
+from paperdag.methods.assomem.memory import (
+    build_graph,
+    conditional_mi,
+    fuse,
+    fusion_weights,
+    merge_clues,
+    mutual_information,
+    parse_time,
+    personalised_pagerank,
+    session_clues,
+    teleport_vector,
+    temporal_alignment,
+    transition,
+)
 
 
 def test_personalised_pagerank_matches_networkx_on_a_hand_made_graph() -> None:

@@ -72,9 +72,10 @@ def test_claims_are_declared_and_judged(repo: Path) -> None:
 
 def _judged(repo: Path, swap_rankings=None, swap_stats=None) -> dict[str, dict]:
     """The claims on the metrics `evaluate` computes after rewriting each replicate's rankings / retrieve stats."""
+    from stages.assomem import EvaluateParams, evaluate
+
     from paperdag.engine import Item
     from paperdag.engine.claims import judge_all, parse
-    from stages.assomem import EvaluateParams, evaluate
 
     data = repo / "data/assomem"
     items = [Item({"replicate": r}) for r in _params(repo)["replicates"]]

@@ -12,9 +12,23 @@ from datetime import date
 import numpy as np
 import polars as pl
 
-from paperdag.methods.assomem.memory import (SIGNALS, build_graph, conditional_mi, fuse, fusion_weights, group_embeddings,
-                                             merge_clues, normalise, parse_time, personalised_pagerank, teleport_vector,
-                                             temporal_alignment, tertile_edges, to_bins, transition)
+from paperdag.methods.assomem.memory import (
+    SIGNALS,
+    build_graph,
+    conditional_mi,
+    fuse,
+    fusion_weights,
+    group_embeddings,
+    merge_clues,
+    normalise,
+    parse_time,
+    personalised_pagerank,
+    teleport_vector,
+    temporal_alignment,
+    tertile_edges,
+    to_bins,
+    transition,
+)
 
 # every method the pipeline ranks with; FUSED share AssoMem's candidate and fusion machinery
 FUSED = {"assomem": SIGNALS, "no_time": ("relevance", "importance"), "no_importance": ("relevance", "time"),
@@ -198,7 +212,7 @@ def flat_dense(dia: Dialogue, q: Queries) -> np.ndarray:
     from paperdag.retrieval import AnnIndex
 
     index = AnnIndex.build(dia.emb, kind="flat", metric="ip")
-    _, ids = index.search(q.emb, min(TOP, len(dia.uids)))
+    _, ids = index.search(q.emb, min(TOP, len(dia.uids)))  # (q, TOP)
     return dia.uids[ids]
 
 
@@ -207,7 +221,7 @@ def bm25(dia: Dialogue, q: Queries, k1: float, b: float) -> np.ndarray:
     from paperdag.retrieval import BM25Index
 
     index = BM25Index.build(dia.texts, k1=k1, b=b)
-    scores, ids = index.search(q.texts, len(dia.uids))
+    _, ids = index.search(q.texts, len(dia.uids))
     out = np.empty((len(q.qids), min(TOP, len(dia.uids))), dtype=dia.uids.dtype)
     rel = dia.emb @ q.emb.T
     for j in range(len(q.qids)):
@@ -259,6 +273,28 @@ class Grids:
     two_stage_sessions: list[int]
     two_stage_alpha: list[float]
     budget: int
+
+
+def grids_from(settings: object, graphs: pl.DataFrame) -> Grids:
+    """The Grids of the fit_fusion params `settings` (any object with Grids' fields but delta and gamma), delta and
+    gamma being those build_graph built graphs at."""
+    fields = [f for f in Grids.__dataclass_fields__ if f not in ("delta", "gamma")]
+    return Grids(delta=sorted(graphs["delta"].unique().to_list()), gamma=sorted(graphs["gamma"].unique().to_list()),
+                 **{f: getattr(settings, f) for f in fields})
+
+
+def split_memories(utterances: pl.DataFrame, questions: pl.DataFrame, embeddings: dict, clues: pl.DataFrame,
+                   graphs: pl.DataFrame, clue_groups: pl.DataFrame, set_name: str, split: str) -> tuple[dict[int, Dialogue], dict[int, Queries]]:
+    """The dialogues of one set's split (dev or test) with build_graph's graphs attached, and their queries."""
+    u_rows, c_rows = (utterances["set"] == set_name).to_numpy(), (clues["set"] == set_name).to_numpy()
+    q = questions.filter(pl.col("set") == set_name)
+    q_emb = np.asarray(embeddings["questions"])[(questions["set"] == set_name).to_numpy()]
+    dias = dialogues(utterances.filter(u_rows), np.asarray(embeddings["utterances"])[u_rows], clues.filter(c_rows),
+                     np.asarray(embeddings["clues"])[c_rows])
+    keep = sorted(q.filter(pl.col("split") == split)["dialogue"].unique().to_list())
+    dias = {d: dias[d] for d in keep}
+    attach_graphs(dias, graphs.filter(pl.col("set") == set_name), clue_groups.filter(pl.col("set") == set_name))
+    return dias, {d: queries(q, q_emb, d) for d in keep}
 
 
 def grid(method: str, g: Grids) -> list[dict]:
@@ -384,12 +420,13 @@ def subgraph_example(utterances: pl.DataFrame, questions: pl.DataFrame, rankings
                       & (pl.col("gamma") == setting["gamma"]))
     graph = nx.Graph()
     graph.add_edges_from((s, t, {"kind": k, "weight": w}) for s, t, k, w in e.select("src", "dst", "kind", "weight").iter_rows())
-    groups = clue_groups.filter((pl.col("set") == "chat") & (pl.col("dialogue") == row["dialogue"]) & (pl.col("delta") == setting["delta"])).sort("session")["group"].to_list()
+    groups = (clue_groups.filter((pl.col("set") == "chat") & (pl.col("dialogue") == row["dialogue"]) & (pl.col("delta") == setting["delta"]))
+              .sort("session")["group"].to_list())
     ranked_local = [local[x] for x in top[row["qid"]]]
     sessions = u["session"].to_list()
     matched = sorted({n + groups[sessions[i]] for i in ranked_local[:6] + [local[x] for x in row["useful"]]})
     text = clues.filter((pl.col("set") == "chat") & (pl.col("dialogue") == row["dialogue"])).sort("session")["clue"].to_list()
-    labels = {i: t for i, t in enumerate(u["text"].to_list())}
+    labels = dict(enumerate(u["text"].to_list()))
     labels |= {n + g: "clue: " + text[s] for s, g in reversed(list(enumerate(groups)))}
     return {"graph": graph, "n_utterances": n, "labels": labels, "useful": {local[x] for x in row["useful"]},
             "ranked": ranked_local, "matched": matched, "question": row["text"]}
