@@ -19,7 +19,7 @@ from support import REPO
 HEAVY = ("torch", "transformers", "peft", "sentence_transformers", "faiss", "networkx", "mlflow", "matplotlib.pyplot")
 STAGE_MODULES = sorted(f"stages.{p.stem}" for p in (REPO / "stages").glob("*.py") if p.stem != "__init__")
 METHOD_PACKAGES = sorted(f"paperdag.methods.{p.parent.name}" for p in (REPO / "src/paperdag/methods").glob("*/__init__.py"))
-PACKAGES = ["paperdag.engine", "paperdag.lm", "paperdag.retrieval", *METHOD_PACKAGES]
+PACKAGES = ["paperdag.engine", "paperdag.lm", "paperdag.retrieval", "paperdag.dialogue", *METHOD_PACKAGES]
 
 # In a fresh interpreter: import the module; for a stage module also resolve the annotations the engine resolves
 # (runner.prepare: the stage function's; params.build: its params dataclass's); print the heavy modules loaded.
