@@ -27,7 +27,7 @@ import torch  # noqa: E402
 
 from paperdag.methods.rap import Samples, TrainConfig, train_planner  # noqa: E402
 from paperdag.sim.driving import Camera, ScenarioConfig, bev_view, log_expert, make_scenario  # noqa: E402
-from paperdag.sim.driving.layers import raster_view, real_view  # noqa: E402  (the layered cameras the pipeline uses)
+from paperdag.sim.driving.render import raster_view, real_view  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "rap.json"
 

@@ -1,7 +1,7 @@
 """Glue between the paperdag engine and the rap method: synthesize -> augment -> train (arm x replicate) -> simulate
 -> evaluate.
 
-The world lives in paperdag.sim.driving (its layered cameras and closed loop in sim.driving.layers); RAP's
+The world lives in paperdag.sim.driving (cameras, closed loop); RAP's
 augmentations, planner, training, R2R losses, PDM score and paired comparisons in paperdag.methods.rap.
 """
 

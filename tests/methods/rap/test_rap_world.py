@@ -1,4 +1,4 @@
-"""The rap pipeline's world pieces: the layered cameras (lane lines over the road on a curve), NAVSIM's comfort
+"""The rap pipeline's world pieces: the cameras' paint order (lane lines over the road on a curve), NAVSIM's comfort
 computation, and the paired comparison the claims read."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from paperdag.sim.driving import Camera, make_road
-from paperdag.sim.driving.render import EDGE_LINE, RASTER_COLOURS, camera_primitives, fill_polygons
-from paperdag.sim.driving.render import raster_view as flat_raster_view
+from paperdag.sim.driving.render import EDGE_LINE, RASTER_COLOURS, Primitives, camera_primitives, fill_polygons, raster_view, real_view
 
 
 def _curve_view():
@@ -17,27 +16,31 @@ def _curve_view():
     return road, np.array([float(x), float(y), float(yaw), 10.0, 0.0]), Camera(64, 128)
 
 
-def test_lane_lines_are_painted_over_the_road_on_a_curve() -> None:
-    """On a curve the one-plane depth sort lets nearer road strips hide farther edge lines; the layered order
-    (is_box, is_line, -depth) shows every line pixel the lines alone would cover, in both cameras."""
-    from paperdag.sim.driving.layers import layered, raster_view, real_view
+def _one_plane(prims: Primitives) -> Primitives:
+    """The paint order before issue 19's fix: ground (road strips and lane lines together) far to near, then boxes.
+    Clipping is per polygon, so re-sorting clipped primitives is the same as sorting before the clip."""
+    order = np.lexsort((-prims.depth, prims.owner >= 0))
+    return Primitives(prims.polys[order], prims.counts[order], prims.kind[order], prims.depth[order], prims.owner[order])
 
+
+def test_lane_lines_are_painted_over_the_road_on_a_curve() -> None:
+    """On a curve a one-plane depth sort lets nearer road strips hide farther edge lines; camera_primitives' order
+    (is_box, is_line, -depth) shows every line pixel the lines alone would cover, in both cameras."""
     road, pose, cam = _curve_view()
     prims = camera_primitives(road, np.zeros((0, 5)), pose, cam)
     edges = prims.kind == EDGE_LINE
     alone = fill_polygons(prims.polys[edges], prims.counts[edges], cam.height, cam.width) >= 0  # edge-line pixels
-    flat = camera_primitives(road, np.zeros((0, 5)), pose, cam)
-    lost = (prims.kind[np.maximum(fill_polygons(flat.polys, flat.counts, cam.height, cam.width), 0)] != EDGE_LINE) & alone
-    assert lost.sum() > 0.1 * alone.sum()  # the bug this fixes: the flat order loses ~20 % of the edge-line pixels here
-    fixed = layered(prims)
-    label = fill_polygons(fixed.polys, fixed.counts, cam.height, cam.width)
-    assert (fixed.kind[label[alone]] == EDGE_LINE).all()
+    flat = _one_plane(prims)
+    lost = (flat.kind[np.maximum(fill_polygons(flat.polys, flat.counts, cam.height, cam.width), 0)] != EDGE_LINE) & alone
+    assert lost.sum() > 0.1 * alone.sum()  # the bug the order fixes: one plane loses ~20 % of the edge-line pixels here
+    label = fill_polygons(prims.polys, prims.counts, cam.height, cam.width)
+    assert (prims.kind[label[alone]] == EDGE_LINE).all()
+
     def yellow(image: np.ndarray) -> np.ndarray:  # edge-line colour: red, no blue (road grey has both)
         return (image[..., 0] > 0) & (image[..., 2] == 0)
 
     assert RASTER_COLOURS[EDGE_LINE][2] == 0
     assert yellow(raster_view(road, np.zeros((0, 5)), pose, cam))[alone].all()
-    assert not yellow(flat_raster_view(road, np.zeros((0, 5)), pose, cam))[alone].all()
     real = real_view(road, np.zeros((0, 5)), pose, cam, np.random.default_rng(0))
     assert real.shape == (64, 128, 3) and real[alone].mean() > real[~alone & (label >= 0)].mean()  # lines brighter than asphalt
 

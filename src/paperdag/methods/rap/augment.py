@@ -11,7 +11,7 @@ import polars as pl
 from rich.progress import track
 
 from paperdag.sim.driving import YAW, A, Camera, Road, V, to_frame
-from paperdag.sim.driving.layers import raster_view
+from paperdag.sim.driving.render import raster_view
 
 
 @dataclass(frozen=True)

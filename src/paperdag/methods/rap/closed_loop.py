@@ -17,7 +17,7 @@ from paperdag.methods.rap.figures import rollout_strip
 from paperdag.methods.rap.logs import scenario_of
 from paperdag.methods.rap.train import Samples, frames_samples, predict
 from paperdag.sim.driving import Camera, Scenario
-from paperdag.sim.driving.layers import drive
+from paperdag.sim.driving.closed_loop import drive
 
 
 @dataclass(frozen=True)

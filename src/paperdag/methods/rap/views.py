@@ -1,5 +1,4 @@
-"""The figure of the cameras the planner is trained and driven with (the layered renderers of
-paperdag.sim.driving.layers): real, raster at the training size and at 64 x 128, and the bird's-eye raster, for a few
+"""The figure of the cameras the planner is trained and driven with (paperdag.sim.driving.render): real, raster at the training size and at 64 x 128, and the bird's-eye raster, for a few
 moments of one log. Only the synthesize stage imports it, so redrawing it reruns that stage alone."""
 
 from __future__ import annotations
@@ -8,7 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paperdag.sim.driving import Camera, Scenario, bev_view
-from paperdag.sim.driving.layers import raster_view, real_view
+from paperdag.sim.driving.render import raster_view, real_view
 
 
 def views_figure(sc: Scenario, ego_log: np.ndarray, agent_log: np.ndarray, cam: Camera, rng: np.random.Generator, every: int) -> Figure:

@@ -162,7 +162,7 @@ def project(points: np.ndarray, cam: Camera) -> np.ndarray:
 
 def camera_primitives(road: Road, agents: np.ndarray, pose: np.ndarray, cam: Camera) -> Primitives:
     """Project the scene seen from `pose` (x, y, yaw of a vehicle): world -> camera (x right, y down, z forward),
-    clip at the near and far planes, divide by depth through K; ground first, then cuboid faces, each far to near."""
+    clip at the near and far planes, divide by depth through K; road strips, lane lines, then cuboid faces, each far to near."""
     eye = camera_eye(pose, cam)
     s_here, _, _ = road.frenet(pose[:2])
     quads, qkinds = _ground_quads(road, float(s_here) - 5.0, float(s_here) + cam.far * 1.2, 5.0)
@@ -181,7 +181,11 @@ def camera_primitives(road: Road, agents: np.ndarray, pose: np.ndarray, cam: Cam
     owner = np.concatenate([np.full(len(qkinds), -1), owners])
     depth = polys[..., 2].mean(1)
     is_box = np.arange(len(polys)) >= len(gc)
-    order = np.lexsort((-depth, is_box))  # ground before boxes, far before near
+    is_line = np.isin(kinds, (EDGE_LINE, LANE_LINE))
+    # paint order (is_box, is_line, -depth): road strips, then lane lines, then vehicle faces, each far to near. Road
+    # strips and lane lines lie in one plane, so sorting them together by depth would let a nearer strip paint over a
+    # farther part of a lane line on curves (up to ~40 % of the edge-line pixels lost).
+    order = np.lexsort((-depth, is_line, is_box))
     polys, kinds, owner, depth = polys[order], kinds[order], owner[order], depth[order]
     counts = np.full(len(polys), 4)
     polys, counts = clip_polygons(polys, counts, np.array([0.0, 0.0, 1.0]), cam.near)
