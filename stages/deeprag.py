@@ -7,26 +7,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import polars as pl
-from pydantic import Field, PositiveFloat, PositiveInt
 
 from paperdag.engine import Item
-from paperdag.lm import TinyLMConfig
-
-Fraction = Annotated[float, Field(ge=0, le=1)]
-
-
-@dataclass(frozen=True)
-class SynthesizeParams:
-    people: dict[str, PositiveInt]  # per group: train / val / test question heads, reading (teaches reading only)
-    questions: dict[str, PositiveInt]  # per split
-    hops: Annotated[list[Annotated[int, Field(ge=2, le=3)]], Field(min_length=1)]
-    seed: int
+from paperdag.methods.deeprag.settings import (CalibrateSettings, InferSettings, SearchSettings, SynthesizeSettings, TrainLMSettings,
+                                               TuneSettings)
 
 
-def synthesize(params: SynthesizeParams) -> dict[str, object]:
+def synthesize(params: SynthesizeSettings) -> dict[str, object]:
     """The fact world (one KB document per fact) and 2-3-hop questions with their gold decompositions."""
     from paperdag.methods.deeprag import check_questions, documents_table, facts_table, make_questions, make_world
 
@@ -38,16 +27,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
 
 
 @dataclass(frozen=True)
-class TrainLMParams(TinyLMConfig):
-    memorised_fraction: Fraction  # share of the question people's facts the LM memorises (its knowledge boundary)
-    reading_weight: Fraction  # share of steps on reading examples (the rest: closed-book memorised facts)
-    reading_orders: PositiveInt  # shuffled document orders per reading example
-    top_k: PositiveInt  # BM25 documents per retrieval
-    min_recall: Fraction  # closed-book recall of memorised facts the LM must reach, else an error
-    max_heldout_recall: Fraction  # closed-book recall of facts it never saw must stay below (near chance)
-    min_reading: Fraction  # reading accuracy on question people's facts it must reach
-    max_new_tokens: PositiveInt
-    eval_batch_size: PositiveInt
+class TrainLMParams(TrainLMSettings):
     item: Item
 
 
@@ -56,7 +36,7 @@ def train_lm(params: TrainLMParams, facts: pl.DataFrame, documents: pl.DataFrame
     its boundary checked: recall of memorised facts high, of the others near chance, reading accurate."""
     from paperdag.lm import build_or_load, checkpoint_writer, fit_pools
     from paperdag.methods.deeprag import (PARAMETRIC, RETRIEVE, SPECIAL_TOKENS, Retriever, Steps, answer_accuracy, base_pools,
-                                          choose_memorised, fact_dict)
+                                          check_boundary, choose_memorised, fact_dict)
 
     start = time.perf_counter()
     world = [(e, r) for e, r, g in facts.select("entity", "relation", "group").iter_rows() if g != "reading"]
@@ -74,25 +54,14 @@ def train_lm(params: TrainLMParams, facts: pl.DataFrame, documents: pl.DataFrame
              "recall_held_out": answer_accuracy(model, steps, retriever, fd, held, PARAMETRIC, *check),
              "reading_accuracy": answer_accuracy(model, steps, retriever, fd, sorted(world), RETRIEVE, *check),
              "parameters": sum(p.numel() for p in model.parameters()), "final_loss": report.final(), "loss": report.losses["loss"]}
-    for key, bound, ok in (("recall_memorised", params.min_recall, stats["recall_memorised"] >= params.min_recall),
-                           ("recall_held_out", params.max_heldout_recall, stats["recall_held_out"] <= params.max_heldout_recall),
-                           ("reading_accuracy", params.min_reading, stats["reading_accuracy"] >= params.min_reading)):
-        if not ok:
-            raise ValueError(f"deeprag train_lm: {key} = {stats[key]:.3f} breaks its bound {bound} (train_lm.min_recall / "
-                             "max_heldout_recall / min_reading): the LM's knowledge boundary is not what the comparison needs; "
-                             "raise train_lm.steps or the model size")
+    check_boundary(stats, params.min_recall, params.max_heldout_recall, params.min_reading)
     stats["train_seconds"] = time.perf_counter() - start
     table = pl.DataFrame([{"entity": e, "relation": r, "memorised": (e, r) in memorised} for e, r in sorted(world)])
     return {"model": checkpoint_writer(model, tokenizer), "memorised": table, "lm_stats": stats}
 
 
 @dataclass(frozen=True)
-class SearchParams:
-    depth_limit: PositiveInt  # most subqueries a path may have
-    unsolved_as_retrieval: bool  # smoke only: a question with no correct path imitates all-retrieve (paper: dropped)
-    top_k: PositiveInt
-    max_new_tokens: PositiveInt
-    eval_batch_size: PositiveInt
+class SearchParams(SearchSettings):
     item: Item
 
 
@@ -125,19 +94,13 @@ def search(params: SearchParams, model: Path, documents: pl.DataFrame, questions
 
 
 @dataclass(frozen=True)
-class TuneParams:
-    steps: PositiveInt
-    batch_size: PositiveInt
-    lr: PositiveFloat
-    warmup_steps: int
-    threads: PositiveInt
-    seed: int
+class TuneParams(TuneSettings):
     item: Item
 
 
 @dataclass(frozen=True)
-class CalibrateParams(TuneParams):
-    beta: PositiveFloat  # DPO temperature (paper: 0.4)
+class CalibrateParams(CalibrateSettings):
+    item: Item
 
 
 def _tune(params: TuneParams, model: Path, paths: pl.DataFrame, train) -> dict[str, object]:
@@ -178,14 +141,7 @@ def calibrate(params: CalibrateParams, imitation_model: Path, paths: pl.DataFram
 
 
 @dataclass(frozen=True)
-class InferParams:
-    top_k: PositiveInt
-    thetas: Annotated[list[Annotated[float, Field(ge=0)]], Field(min_length=1)]  # threshold grid (FLARE), tuned on val
-    classifier_cs: Annotated[list[PositiveFloat], Field(min_length=1)]  # logistic regression C grid, tuned on val
-    max_new_tokens: PositiveInt
-    eval_batch_size: PositiveInt
-    threads: PositiveInt
-    seed: int
+class InferParams(InferSettings):
     item: Item
 
 

@@ -18,11 +18,12 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "search": ["PARAMETRIC", "RETRIEVE", "all_prefixes", "best_paths", "minimal_retrieval_path", "retrievals", "walk"],
     "policy": ["SPECIAL_TOKENS", "Retriever", "Steps", "answer", "collate_labelled", "decision_pairs", "expand_tree",
                "labelled", "matches", "retrieve_probability"],
-    "training": ["answer_accuracy", "base_pools", "calibrate", "choose_memorised", "imitate", "imitation_rows"],
+    "training": ["answer_accuracy", "base_pools", "calibrate", "check_boundary", "choose_memorised", "imitate", "imitation_rows"],
     "baselines": ["STRATEGIES", "by_question", "fit_classifier", "strategy_labels", "strategy_path", "threshold_path",
                   "tune_threshold"],
     "protocol": ["record", "run_baselines", "run_policy", "tree_walk"],
     "metrics": ["ARMS", "PAIRED", "arm_scores", "decision_matrix", "headline", "mcc", "replicated"],
+    "settings": ["CalibrateSettings", "InferSettings", "SearchSettings", "SynthesizeSettings", "TrainLMSettings", "TuneSettings"],
     "tables": ["check_disjoint", "documents_table", "fact_dict", "facts_table", "memorised_set", "path_steps", "questions_of"],
     "figures": ["decision_heatmap", "em_vs_retrievals", "mcc_bars"],
 })

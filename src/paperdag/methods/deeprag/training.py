@@ -62,6 +62,16 @@ def answer_accuracy(model: PreTrainedModel, steps: Steps, retriever: Retriever, 
     return sum(matches(a, facts[k]) for a, k in zip(answers, keys, strict=True)) / len(keys)
 
 
+def check_boundary(stats: dict, min_recall: float, max_heldout_recall: float, min_reading: float) -> None:
+    """The comparison needs a real boundary: memorised facts recalled, the others near chance, passages read."""
+    for key, bound, ok in (("recall_memorised", "min_recall", stats["recall_memorised"] >= min_recall),
+                           ("recall_held_out", "max_heldout_recall", stats["recall_held_out"] <= max_heldout_recall),
+                           ("reading_accuracy", "min_reading", stats["reading_accuracy"] >= min_reading)):
+        if not ok:
+            raise ValueError(f"deeprag train_lm: {key} = {stats[key]:.3f} breaks train_lm.{bound}: the LM's knowledge boundary "
+                             "is not what the comparison needs; raise train_lm.steps or the model size")
+
+
 def imitation_rows(steps: Steps, path_steps: Sequence[dict]) -> list[tuple[list[int], list[int]]]:
     """(ids, labels) per step of the minimal-retrieval paths: rows of {subquery, decision, context, answer}."""
     return [labelled(steps.segments(s["subquery"], s["decision"], s["context"], s["answer"])) for s in path_steps]
