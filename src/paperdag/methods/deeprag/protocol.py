@@ -18,7 +18,8 @@ from paperdag.methods.deeprag.world import subquery
 def record(arm: str, q: dict, path: str, entities: Sequence[str], answers: Sequence[str], facts: dict, memorised: set,
            probabilities: Sequence[float | None] | None = None) -> tuple[dict, list[dict]]:
     """The prediction row and step rows of one question's walk. unknown: the step's fact (person asked about,
-    relation) is not memorised; None when the person is no person of the world (an earlier step answered garbage)."""
+    relation) is not memorised; None when the person is no person of the world (an earlier step answered garbage).
+    p_retrieve: the policy's P(<ret> | q_t), NaN for a walk through the base LM's tree (a float column either way)."""
     final = answers[-1]
     prediction = {"arm": arm, "question": q["id"], "hops": q["hops"], "path": path, "prediction": final, "answer": q["answer"],
                   "correct": matches(final, q["answer"]), "retrievals": retrievals(path)}
@@ -27,7 +28,7 @@ def record(arm: str, q: dict, path: str, entities: Sequence[str], answers: Seque
         key = (entity, q["chain"][t])
         rows.append({"arm": arm, "question": q["id"], "step": t, "entity": entity, "relation": q["chain"][t],
                      "retrieve": d == RETRIEVE, "unknown": (key not in memorised) if key in facts else None,
-                     "p_retrieve": None if probabilities is None else probabilities[t], "answer": answers[t]})
+                     "p_retrieve": float("nan") if probabilities is None else probabilities[t], "answer": answers[t]})
     return prediction, rows
 
 
