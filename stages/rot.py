@@ -157,7 +157,7 @@ def evaluate(params: EvaluateParams, predictions: dict[Item, pl.DataFrame], infe
     metrics = {"headline": headline(list(scores.values())), "per_replicate": scores,
                "static_key": {str(i): s["static_key"] for i, s in infer_stats.items()},
                "val_accuracy_no_template": {str(i): s["val_accuracy_no_template"] for i, s in train_stats.items()}}
-    first = next(iter(predictions.values())).filter(pl.col("arm") == "rot").sort("problem")
+    first = next(iter(predictions.values())).filter(pl.col("arm") == "rot").sort(pl.col("path").list.len() == 0, "problem")
     pick = first.filter((pl.col("kind") == "new") & pl.col("template_exact") & (pl.col("path").list.len() > 1))
     row = (pick if pick.height else first).row(0, named=True)
     problem = problems.filter(pl.col("id") == row["problem"]).row(0, named=True)

@@ -29,6 +29,10 @@ def path_figure(problem_text: str, truth: list[str], nodes: list[dict], path: li
     """The stored templates the path touches, a row each (node = step, x = its position), sequential edges grey and
     the traversal in blue (start node circled); the query and the true steps in the title."""
     fig, (ax,) = panels(11.0, 1.6 + 0.9 * len({nodes[v]["template"] for v in path}))
+    if not path:  # no RoT path to draw (the arm's rows are another arm's)
+        ax.set_axis_off()
+        ax.set_title(f"query: {problem_text}\nno RoT path", fontsize=8, loc="left")
+        return fig
     rows = sorted({nodes[v]["template"] for v in path}, key=lambda t: min(i for i, v in enumerate(path) if nodes[v]["template"] == t))
     where = {}
     for y, t in enumerate(rows):

@@ -22,7 +22,8 @@ def replicate_scores(predictions: pl.DataFrame) -> dict[str, object]:
             part = rows.filter(pl.col("kind") == kind)
             out[f"acc_{arm}_{kind}"] = 100.0 * part["correct"].mean() if part.height else None
         if arm != "none":
-            out[f"template_exact_{arm}"] = 100.0 * rows["template_exact"].cast(pl.Float64).mean()
+            hit = rows["template_exact"].cast(pl.Float64).mean()  # None when the rows used no template
+            out[f"template_exact_{arm}"] = None if hit is None else 100.0 * hit
     rot = predictions.filter(pl.col("arm") == "rot")
     out["rot_stops"] = {s: int(n) for s, n in rot.group_by("stop").len().sort("stop").iter_rows()}
     out["problems"] = rot.height
