@@ -1,0 +1,51 @@
+"""Per-replicate scores of the three arms and the headline over replicates (paired: the same test problems and the
+same trained model in every arm of a replicate)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from paperdag.methods.rot.protocol import ARMS
+from paperdag.stats import interval, paired
+
+
+def replicate_scores(predictions: pl.DataFrame) -> dict[str, object]:
+    """Accuracy (%), mean output tokens and latency (ms) per arm, overall and per test kind (seen / new window);
+    the template hit rate (%) of the two template arms; how RoT's traversals stopped."""
+    out: dict[str, object] = {}
+    for arm in ARMS:
+        rows = predictions.filter(pl.col("arm") == arm)
+        out[f"acc_{arm}"] = 100.0 * rows["correct"].mean()
+        out[f"tokens_{arm}"] = float(rows["output_tokens"].mean())
+        out[f"latency_ms_{arm}"] = 1000.0 * float(rows["seconds"].mean())
+        for kind in ("seen", "new"):
+            part = rows.filter(pl.col("kind") == kind)
+            out[f"acc_{arm}_{kind}"] = 100.0 * part["correct"].mean() if part.height else None
+        if arm != "none":
+            hit = rows["template_exact"].cast(pl.Float64).mean()  # None when the rows used no template
+            out[f"template_exact_{arm}"] = None if hit is None else 100.0 * hit
+    rot = predictions.filter(pl.col("arm") == "rot")
+    out["rot_stops"] = {s: int(n) for s, n in rot.group_by("stop").len().sort("stop").iter_rows()}
+    out["problems"] = rot.height
+    return out
+
+
+def headline(per_replicate: list[dict[str, object]]) -> dict[str, object]:
+    """Means with 95 % t intervals over replicates; the claims' paired differences (RoT - baseline, with the minimum
+    detectable difference), the token reduction 100 (1 - T_rot / T_none) and the latency ratio L_rot / L_none."""
+    def col(key: str) -> list[float]:
+        return [float(r[key]) for r in per_replicate]
+
+    h: dict[str, object] = {}
+    for key in per_replicate[0]:
+        if key not in {"rot_stops", "problems"} and all(r[key] is not None for r in per_replicate):
+            h[key] = interval(col(key))
+    h["acc_rot_minus_none"] = paired(col("acc_rot"), col("acc_none"))
+    h["acc_rot_minus_static"] = paired(col("acc_rot"), col("acc_static"))
+    h["token_reduction_rot_vs_none_pct"] = interval([100.0 * (1 - r["tokens_rot"] / r["tokens_none"]) for r in per_replicate])
+    h["token_reduction_static_vs_none_pct"] = interval([100.0 * (1 - r["tokens_static"] / r["tokens_none"]) for r in per_replicate])
+    h["latency_ratio_rot_over_none"] = interval([r["latency_ms_rot"] / r["latency_ms_none"] for r in per_replicate])
+    h["latency_ratio_rot_over_static"] = interval([r["latency_ms_rot"] / r["latency_ms_static"] for r in per_replicate])
+    h["replicates"] = len(per_replicate)
+    h["test_problems"] = int(per_replicate[0]["problems"])
+    return h
