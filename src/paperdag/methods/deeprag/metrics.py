@@ -23,14 +23,11 @@ PAIRED = {  # headline key -> (method, baseline) of a paired difference over rep
 
 
 def mcc(predicted: Sequence[bool], actual: Sequence[bool]) -> float:
-    """Matthews correlation (TP TN - FP FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)); 0 when a margin is empty
-    (a constant decision carries no information about the boundary)."""
-    tp = sum(p and a for p, a in zip(predicted, actual, strict=True))
-    tn = sum(not p and not a for p, a in zip(predicted, actual, strict=True))
-    fp = sum(p and not a for p, a in zip(predicted, actual, strict=True))
-    fn = sum(not p and a for p, a in zip(predicted, actual, strict=True))
-    denominator = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    return (tp * tn - fp * fn) / denominator if denominator else 0.0
+    """Matthews correlation (TP TN - FP FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)), scikit-learn's; 0 when a margin is
+    empty (a constant decision carries no information about the boundary)."""
+    from sklearn.metrics import matthews_corrcoef
+
+    return float(matthews_corrcoef(list(actual), list(predicted)))
 
 
 def arm_scores(predictions: pl.DataFrame, steps: pl.DataFrame) -> dict[str, dict[str, float]]:
