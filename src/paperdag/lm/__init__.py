@@ -8,7 +8,7 @@ Causal LMs: train_byte_bpe(texts) -> tiny_llama_config -> tiny_causal_lm -> fit_
 checkpoint_writer / load_causal_lm (also real local checkpoints) -> generate(model, views, rule=StepRule) with one
 DynamicCache per view. The lifecycle a training stage runs (tiny.py): params subclassing TinyLMConfig ->
 build_or_load (from scratch, or model_path) -> fit_pools -> lm_stats; fit(parameters, step -> named losses) ->
-TrainingReport for any objective; dpo: the DPO loss on sequence log-probabilities. factworld: a synthetic world of entities, relations and values for knowledge / RAG tests.
+TrainingReport for any objective. factworld: a synthetic world of entities, relations and values for knowledge / RAG tests.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "factworld": ["RELATIONS", "FactWorld", "Relation", "contains_answer", "invented_names", "make_fact_world",
                   "normalize_answer"],
     "config": ["TinyLMConfig"],
-    "dpo": ["dpo_loss", "sequence_logps"],
     "generate": ["Generation", "StepRule", "generate", "generate_batches", "left_pad", "plain"],
     "models": ["load_encoder_and_tokenizer", "tiny_bert_config", "tiny_encoder", "tiny_masked_lm"],
     "tokenizer": ["BPE_SPECIAL_TOKENS", "SPECIAL_TOKENS", "train_byte_bpe", "train_wordpiece"],
