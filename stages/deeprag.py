@@ -45,7 +45,7 @@ def train_lm(params: TrainLMParams, facts: pl.DataFrame, documents: pl.DataFrame
     retriever = Retriever(documents["text"].to_list(), params.top_k)
     model, tokenizer = build_or_load(params, documents["text"].to_list(), special_tokens=list(SPECIAL_TOKENS))
     steps = Steps(tokenizer)
-    pools = base_pools(steps, retriever, fd, memorised, reading, params.reading_copies, params.seed)
+    pools = base_pools(steps, retriever, fd, memorised, reading, params.reading_orders, params.seed)
     report = fit_pools(model, pools, {"closed": 1 - params.reading_weight, "reading": params.reading_weight}, params, steps.pad, "deeprag LM")
     held = sorted(set(world) - memorised)
     check = (params.max_new_tokens, params.eval_batch_size)
@@ -53,8 +53,6 @@ def train_lm(params: TrainLMParams, facts: pl.DataFrame, documents: pl.DataFrame
              "recall_memorised": answer_accuracy(model, steps, retriever, fd, sorted(memorised), PARAMETRIC, *check),
              "recall_held_out": answer_accuracy(model, steps, retriever, fd, held, PARAMETRIC, *check),
              "reading_accuracy": answer_accuracy(model, steps, retriever, fd, sorted(world), RETRIEVE, *check),
-             "reading_by_relation": {r: answer_accuracy(model, steps, retriever, fd, sorted(k for k in world if k[1] == r), RETRIEVE, *check)
-                                     for r in sorted({r for _, r in world})},
              "parameters": sum(p.numel() for p in model.parameters()), "final_loss": report.final(), "loss": report.losses["loss"]}
     check_boundary(stats, params.min_recall, params.max_heldout_recall, params.min_reading)
     stats["train_seconds"] = time.perf_counter() - start

@@ -24,11 +24,11 @@ class SynthesizeSettings:
 class TrainLMSettings(TinyLMConfig):
     memorised_fraction: Fraction  # share of the question people's facts the LM memorises (its knowledge boundary)
     reading_weight: Fraction  # share of steps on reading examples (the rest: closed-book memorised facts)
-    reading_copies: PositiveInt  # copies of each reading example, each with its people renamed at random (documents shuffled after the first)
+    reading_orders: PositiveInt  # shuffled document orders per reading example
     top_k: PositiveInt  # BM25 documents per retrieval
     min_recall: Fraction  # closed-book recall of memorised facts the LM must reach, else an error
     max_heldout_recall: Fraction  # closed-book recall of facts it never saw must stay below (near chance)
-    min_reading: Fraction  # reading accuracy on question people's facts it must reach, for every relation
+    min_reading: Fraction  # reading accuracy on question people's facts it must reach
     max_new_tokens: PositiveInt
     eval_batch_size: PositiveInt
 

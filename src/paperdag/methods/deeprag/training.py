@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Sequence
 
 import torch
@@ -33,48 +32,20 @@ def choose_memorised(facts: Sequence[tuple[str, str]], fraction: float, seed: in
     return set(rng.sample(ordered, round(fraction * len(ordered))))
 
 
-def renamed(texts: Sequence[str], people: set[str], pool: Sequence[str], rng: random.Random) -> tuple[list[str], dict[str, str]]:
-    """`texts` with every person of `people` named in them replaced by a distinct name drawn from `pool` (one
-    mapping for all of them, so a passage stays consistent), and that mapping."""
-    mentioned = sorted({w for t in texts for w in re.findall(r"[A-Z][a-z]+", t) if w in people})
-    mapping = dict(zip(mentioned, rng.sample(pool, len(mentioned)), strict=True))
-    if not mapping:
-        return list(texts), mapping
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, mentioned)) + r")\b")
-    return [pattern.sub(lambda m: mapping[m.group(1)], t) for t in texts], mapping
-
-
-def reading_example(steps: Steps, query: str, passage: str, answer: str) -> Example:
-    """q_t <ret> <doc> | D_t </doc> " a_t" <eos>: the answer prompt's tokens with everything after <doc> a target
-    (the same ids as `Steps.answer_example(query, RETRIEVE, passage, answer)`, split later)."""
-    q, c, a = steps.encode([query, passage, " " + answer])
-    return [*q, steps.ret, steps.doc], [*c, steps.end_doc, *a, steps.eos]
-
-
 def base_pools(steps: Steps, retriever: Retriever, facts: dict[tuple[str, str], str], memorised: set[tuple[str, str]],
-               reading: set[tuple[str, str]], copies: int, seed: int) -> dict[str, list[Example]]:
+               reading: set[tuple[str, str]], orders: int, seed: int) -> dict[str, list[Example]]:
     """closed: every memorised fact asked closed-book; reading: every reading-person fact answered from BM25's
-    passage for its subquery, `copies` times, each copy with every person in the subquery, the passage and the
-    answer renamed to other people of the world, drawn at random (and, after the first, its documents shuffled).
-    A copy's passage states facts that hold for no one, so its answer is in the passage and nowhere else: copying
-    it out lowers the loss, memorising the reading people (their mentors and friends are names too) cannot. The
-    names are the world's own, so the tokens a question's passage holds are tokens the LM learnt to copy. The
-    passage is in a reading example's loss (language modelling the documents: the subquery's person recurs in
-    them, a copying signal on every document, not on the answer's one or two tokens alone; on the answer alone
-    the tiny LM read bridge names 4-9 % after 3000 steps, with the passage 36 %). This is the base LM's
-    training only: imitation keeps retrieved text out of the loss (`imitation_rows`)."""
+    passage for its subquery, its documents in `orders` shuffled orders (the LM learns to find the fact in the
+    passage, on facts no question asks, not where BM25 ranked it)."""
     rng = random.Random(seed)
-    people = {e for e, _ in facts}
-    pool = sorted(people)
     closed = [steps.answer_example(subquery(r, e), PARAMETRIC, "", facts[(e, r)]) for e, r in sorted(memorised)]
     keys = sorted(reading)
     queries = [subquery(r, e) for e, r in keys]
     reads = []
     for q, docs, k in zip(queries, retriever.documents_for(queries), keys, strict=True):
-        for i in range(copies):
+        for i in range(orders):
             shuffled = list(docs) if i == 0 else rng.sample(docs, len(docs))
-            (q2, a2, *docs2), _ = renamed([q, facts[k], *shuffled], people, pool, rng)
-            reads.append(reading_example(steps, q2, " ".join(docs2), a2))
+            reads.append(steps.answer_example(q, RETRIEVE, " ".join(shuffled), facts[k]))
     return {"closed": closed, "reading": reads}
 
 
@@ -92,16 +63,12 @@ def answer_accuracy(model: PreTrainedModel, steps: Steps, retriever: Retriever, 
 
 
 def check_boundary(stats: dict, min_recall: float, max_heldout_recall: float, min_reading: float) -> None:
-    """The comparison needs a real boundary: memorised facts recalled, the others near chance, passages read for
-    every relation (a bridge hop's answer is a name, which a tiny LM may learn by heart instead of copying it)."""
-    worst = min(stats["reading_by_relation"], key=stats["reading_by_relation"].get)
-    for key, bound, value, ok in (
-            ("recall_memorised", "min_recall", stats["recall_memorised"], stats["recall_memorised"] >= min_recall),
-            ("recall_held_out", "max_heldout_recall", stats["recall_held_out"], stats["recall_held_out"] <= max_heldout_recall),
-            (f"reading_by_relation.{worst}", "min_reading", stats["reading_by_relation"][worst],
-             stats["reading_by_relation"][worst] >= min_reading)):
+    """The comparison needs a real boundary: memorised facts recalled, the others near chance, passages read."""
+    for key, bound, ok in (("recall_memorised", "min_recall", stats["recall_memorised"] >= min_recall),
+                           ("recall_held_out", "max_heldout_recall", stats["recall_held_out"] <= max_heldout_recall),
+                           ("reading_accuracy", "min_reading", stats["reading_accuracy"] >= min_reading)):
         if not ok:
-            raise ValueError(f"deeprag train_lm: {key} = {value:.3f} breaks train_lm.{bound}: the LM's knowledge boundary "
+            raise ValueError(f"deeprag train_lm: {key} = {stats[key]:.3f} breaks train_lm.{bound}: the LM's knowledge boundary "
                              "is not what the comparison needs; raise train_lm.steps or the model size")
 
 
