@@ -65,33 +65,55 @@ def _word(rng: random.Random, syllables: int) -> str:
     return "".join(rng.choice(_ONSET) + rng.choice(_VOWEL) + rng.choice(_CODA) for _ in range(syllables)).capitalize()
 
 
+def _lexicon(rng: random.Random, n: int, syllables: tuple[int, ...], taken: set[str], suffix: str = "") -> tuple[str, ...]:
+    out: list[str] = []
+    while len(out) < n:
+        w = _word(rng, rng.choice(syllables)) + suffix
+        if w not in taken and w not in {"He", "She", "It", "The"}:
+            taken.add(w)
+            out.append(w)
+    return tuple(out)
+
+
+def _lexicons(seed: int = 20261) -> dict[str, tuple[str, ...]]:
+    """Invented name parts, fixed for every world (a language's stock of names): worlds combine them into full names
+    they never share, and a tokenizer learnt on one world knows the parts of another's names (as with real names)."""
+    rng, taken = random.Random(seed), set()
+    return {"first": _lexicon(rng, 200, (2,), taken), "surname": _lexicon(rng, 400, (2,), taken),
+            "org": _lexicon(rng, 300, (2,), taken), "country": _lexicon(rng, 40, (2,), taken, "ia"),
+            "city": tuple(w + rng.choice(CITY_SUFFIXES) for w in _lexicon(rng, 500, (1, 2), taken))}
+
+
+LEXICONS = _lexicons()
+
+
 class NameBank:
-    """Unique invented names, never two equal words across every entity drawn from one bank (so short names and
-    acronyms resolve to one entity per world, and the train and eval worlds share no name)."""
+    """Full names never drawn twice from one bank (so the train and eval worlds of a replicate share no entity name),
+    composed from the fixed LEXICONS."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.used: set[str] = set()
 
-    def _fresh(self, make, tries: int = 2000) -> str:
+    def _fresh(self, make, tries: int = 5000) -> str:
         for _ in range(tries):
-            w = make()
-            if w not in self.used and w.lower() not in {"he", "she", "it", "the"}:
-                self.used.add(w)
-                return w
-        raise ValueError("NameBank: could not draw a fresh name; the syllable inventory is exhausted (draw fewer entities)")
+            name = make()
+            if name not in self.used:
+                self.used.add(name)
+                return name
+        raise ValueError("NameBank: could not draw a fresh name; the lexicon is exhausted (draw fewer entities)")
 
     def person(self) -> str:
-        return f"{self._fresh(lambda: _word(self.rng, 2))} {self._fresh(lambda: _word(self.rng, self.rng.choice((2, 3))))}"
+        return self._fresh(lambda: f"{self.rng.choice(LEXICONS['first'])} {self.rng.choice(LEXICONS['surname'])}")
 
     def org(self) -> str:
-        return f"{self._fresh(lambda: _word(self.rng, 2))} {self.rng.choice(ORG_KINDS)}"
+        return self._fresh(lambda: f"{self.rng.choice(LEXICONS['org'])} {self.rng.choice(ORG_KINDS)}")
 
     def city(self) -> str:
-        return self._fresh(lambda: _word(self.rng, self.rng.choice((1, 2))) + self.rng.choice(CITY_SUFFIXES))
+        return self._fresh(lambda: self.rng.choice(LEXICONS["city"]))
 
     def country(self) -> str:
-        return self._fresh(lambda: _word(self.rng, 2) + "ia")
+        return self._fresh(lambda: self.rng.choice(LEXICONS["country"]))
 
 
 @dataclass(frozen=True)
