@@ -234,14 +234,15 @@ class _Vectors:
         return self.embeddings[[self.row[t] for t in items]]  # (n, d)
 
 
-def _support_chunks(facts: pl.DataFrame, chunks: pl.DataFrame) -> dict[int, int]:
-    """fact id -> the chunk whose raw text holds the sentence stating it."""
+def _support_chunks(facts: pl.DataFrame, chunks: pl.DataFrame) -> dict[tuple[int, int], int]:
+    """(replicate, fact id) -> the chunk whose raw text holds the sentence stating it (page and chunk ids are unique
+    over replicates, fact ids within one)."""
     by_page: dict[int, list[tuple[int, str]]] = {}
     for c in chunks.filter(pl.col("world") == "eval").iter_rows(named=True):
         by_page.setdefault(c["page"], []).append((c["chunk"], c["raw"]))
     out = {}
     for f in facts.filter(pl.col("world") == "eval").iter_rows(named=True):
-        out[f["fact"]] = next(cid for cid, raw in by_page[f["page"]] if f["sentence"] in raw)
+        out[(f["replicate"], f["fact"])] = next(cid for cid, raw in by_page[f["page"]] if f["sentence"] in raw)
     return out
 
 
@@ -297,7 +298,7 @@ def retrieve(params: RetrieveParams, chunks: pl.DataFrame, kg: pl.DataFrame, ent
 
         def score(ranked: list[list[int]], split: str) -> tuple[float, float]:
             rows = [(i, q) for i, q in enumerate(qs) if q["split"] == split]
-            hits = np.mean([hits_at_k(ranked[i], [local[supports[f]] for f in q["supports"]], params.k) for i, q in rows])
+            hits = np.mean([hits_at_k(ranked[i], [local[supports[(r, f)]] for f in q["supports"]], params.k) for i, q in rows])
             em = np.mean([read_answer(q["text"], [t for c in ranked[i][: params.k] for t in chunk_triples[c]]) == q["answer"] for i, q in rows])
             return 100.0 * float(hits), 100.0 * float(em)
 
@@ -379,7 +380,7 @@ def evaluate(params: EvaluateParams, facts: pl.DataFrame, questions: pl.DataFram
         ranks = rankings.filter((pl.col("replicate") == r) & (pl.col("split") == "test"))
         for m in METHODS:
             by_q = dict(ranks.filter(pl.col("method") == m).select("question", "chunks").iter_rows())
-            sup = {q["question"]: [supports[f] for f in q["supports"]] for q in test.iter_rows(named=True)}
+            sup = {q["question"]: [supports[(r, f)] for f in q["supports"]] for q in test.iter_rows(named=True)}
             curve = [100.0 * float(np.mean([hits_at_k(list(by_q[q]), sup[q], k) for q in sup])) for k in ks]
             hit_curves[m].append(curve)
             row[f"hits_{m}"] = curve[params.k - 1]
