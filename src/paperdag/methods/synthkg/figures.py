@@ -43,5 +43,5 @@ def hits_figure(ks: Sequence[int], curves: Mapping[str, Sequence[Sequence[float]
     _curves(ax, ks, curves)
     ax.axvline(k, color="black", linewidth=0.8, linestyle=":")
     decorate(ax, xlabel="k (chunks retrieved)", ylabel="Hits@k of supporting chunks (%)", ylim=(0, 101), xticks=list(ks),
-             title=f"multi-hop retrieval, test questions (dotted: the tuned K = {k})")
+             title=f"multi-hop retrieval, test questions (dotted: K = {k}, the same for every method)")
     return fig
