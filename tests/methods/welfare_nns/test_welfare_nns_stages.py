@@ -63,7 +63,9 @@ def test_stages_chain_and_produce_declared_outputs(tmp_path: Path) -> None:
     table = pl.DataFrame(metrics["table"])
     exact = table.filter(pl.col("method") == "exact-top-k")
     assert np.allclose(exact["ratio"], 1.0) and np.allclose(exact["recall"], 1.0)
-    assert (table["ratio"] <= 1 + 1e-9).all()  # nothing beats the exact top-k's similarity mass
+    # float32 similarity sums in another order: the same set scores 1 + 9e-9 on some CPUs (this test runs in-process,
+    # not under portable numerics), so the bound allows float32 rounding, far below any real gain
+    assert (table["ratio"] <= 1 + 1e-6).all()  # nothing beats the exact top-k's similarity mass
     nash_exact = table.filter((pl.col("method") == "nash-ann-exact") & (pl.col("param") == p["infer"]["eta"]))
     assert nash_exact.height == 5  # one per single-attribute scheme: gauss clus and prob, products, digits, file
     assert set(metrics["headline"]) >= {"nash_vs_div_ratio_gain", "nash_objective_vs_exact", "set_recall_vs_exact", "nash_latency_ratio",
