@@ -165,7 +165,7 @@ def train_gen(params: TrainGenParams, theorems: pl.DataFrame, contexts: pl.DataF
     draw = random.Random(params.seed)
     near = {r["id"]: near_misses(r["formal"], draw, params.near_misses) for r in train}
     texts = [prompt(r["nl"]) + target(r["formal"]) for r in train] + [e for r in train for bad, err in near[r["id"]] for e in (bad, err)]
-    model, tokenizer = build_or_load(params, texts, max_positions=1024)
+    model, tokenizer = build_or_load(params, texts, max_positions=1024, model_max_length=1024)
     pools = training_pools(tokenizer, train, ctx, near)
     longest = max(len(p) + len(t) for pool in pools.values() for p, t in pool)
     if longest > model.config.max_position_embeddings:

@@ -1,10 +1,10 @@
 """The semantic-equivalence judge (z3): does a generated statement say what the gold one says?
 
 Two statements over the same variable names are equivalent when their premises are (H' <-> H, the type of each
-variable included: a nat is >= 0) and, under the premises, their goals are (H -> (G' <-> G)), both valid over the
-integers. A proved theorem is true, so comparing whole implications H -> G would call every proved statement
-equivalent; the premises and the goal are compared apart, as the paper compares a translation with its gold
-statement, not its truth value.
+variable included: a nat is >= 0) and their goals are under the types alone (T -> (G' <-> G)), both valid over the
+integers. A proved theorem is true, so comparing whole implications H -> G, or goals under the premises, would call
+every proved statement with the right premises equivalent; premises and goal are compared apart, as the paper
+compares a translation with its gold statement, not its truth value.
 """
 
 from __future__ import annotations
@@ -25,10 +25,14 @@ def _z3_fact(f: Fact, names: dict):
     return {"<=": a <= b, "<": a < b, "=": a == b, ">=": a >= b, ">": a > b}[f.rel]
 
 
+def _types(s: Statement, names: dict) -> list:
+    return [names[v] >= 0 for v, t in s.variables.items() if t == "nat"]
+
+
 def _premises(s: Statement, names: dict):
     import z3
 
-    return z3.And([names[v] >= 0 for v, t in s.variables.items() if t == "nat"] + [_z3_fact(f, names) for f in s.hypotheses.values()])
+    return z3.And(_types(s, names) + [_z3_fact(f, names) for f in s.hypotheses.values()])
 
 
 def _valid(formula, timeout_ms: int) -> bool:
@@ -55,4 +59,5 @@ def equivalent(generated: str, gold: str, timeout_ms: int = 2000) -> bool:
         return False
     names = {v: z3.Int(v) for v in {*g.variables, *s.variables}}
     hg, hs = _premises(g, names), _premises(s, names)
-    return _valid(hg == hs, timeout_ms) and _valid(z3.Implies(hs, _z3_fact(g.goal, names) == _z3_fact(s.goal, names)), timeout_ms)
+    types = z3.And(_types(g, names) + _types(s, names))
+    return _valid(hg == hs, timeout_ms) and _valid(z3.Implies(types, _z3_fact(g.goal, names) == _z3_fact(s.goal, names)), timeout_ms)
