@@ -137,8 +137,10 @@ def _formal_of(theorems: pl.DataFrame) -> dict[int, str]:
 
 
 def _contexts(theorems: pl.DataFrame, contexts: pl.DataFrame) -> dict[int, list[str]]:
-    formal = _formal_of(theorems)
-    return {i: [formal[j] for j in ex] for i, ex in zip(contexts["id"].to_list(), contexts["examples"].to_list(), strict=True)}
+    """Each theorem's retrieved examples as the generator sees them: their proofs (the structure retrieval supplies;
+    the statement is translated from the NL itself)."""
+    proof = {i: f.split("\n", 1)[1] for i, f in _formal_of(theorems).items()}
+    return {i: [proof[j] for j in ex] for i, ex in zip(contexts["id"].to_list(), contexts["examples"].to_list(), strict=True)}
 
 
 def _greedy_scores(model, tokenizer, rows: list[dict], contexts: dict[int, list[str]], retrieval: bool, max_new_tokens: int) -> dict[str, float]:
