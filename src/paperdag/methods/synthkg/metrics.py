@@ -31,9 +31,14 @@ def coverage(scores: np.ndarray, theta: float) -> float:
 
 
 def hits_at_k(ranked: Sequence[int], supports: Sequence[int], k: int) -> float:
-    """The share of a question's supporting chunks among the first k retrieved."""
-    top = set(ranked[:k])
-    return sum(c in top for c in set(supports)) / len(set(supports))
+    """The share of a question's supporting chunks among the first k retrieved (one query's recall@k,
+    paperdag.retrieval's)."""
+    from paperdag.retrieval.metrics import recall_at_k_per_query
+
+    top = np.full((1, max(k, 1)), -1, dtype=np.int64)
+    first = list(ranked[:k])
+    top[0, : len(first)] = first
+    return float(recall_at_k_per_query(top, [sorted(set(supports))], k)[0])
 
 
 _PARSERS = [(t.key, re.compile("^" + re.escape(t.text).replace(re.escape("{e}"), "(?P<e>.+)") + "$")) for t in QUESTION_TEMPLATES]
