@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -42,6 +44,35 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             super()._assign_work_unit(node)
 
     return LoadGroupOrFile(config, log)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_stage_server(tmp_path_factory: pytest.TempPathFactory):
+    """One `paperdag warm` per worker (paperdag.engine.warm): every stage process the tests start is forked from a
+    process that has imported torch, transformers and sentence-transformers once, instead of importing them itself
+    (5-15 CPU-s a stage). The server serves only stages whose load-time environment is its own; the others run as
+    before. PAPERDAG_WARM=off turns it off (tests/engine/test_warm.py checks that both give the same bits)."""
+    if os.environ.get("PAPERDAG_WARM") == "off":
+        yield None
+        return
+    path = tmp_path_factory.getbasetemp() / "warm.sock"
+    log = open(path.with_suffix(".log"), "w")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200"],
+                            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.environ["PAPERDAG_WARM"] = str(path) if path.exists() else "off"
+    try:
+        yield path
+    finally:
+        os.environ.pop("PAPERDAG_WARM", None)
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")  # paperdag.retrieval.encode sets it when it loads a model; set from the start, so the suite's environment stays one (its warm server serves only that)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.pop("MLFLOW_TRACKING_URI", None)

@@ -18,7 +18,7 @@ from paperdag.engine import records
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.tracking import client
 
-OFF = {records.DRAIN_ENV: "off"}
+OFF = {records.DRAIN_ENV: "off", "PAPERDAG_WARM": "off"}  # a stage in its own process (killed here: see test_warm)
 
 
 def runs(repo: Path, stage: str | None = None) -> list:

@@ -29,6 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from the declarations")
     s = sub.add_parser("stage", help="run one stage (the command dvc.yaml calls)")
     s.add_argument("address", metavar="PIPELINE:STAGE")
+    w = sub.add_parser("warm", help="serve stages from a process that has imported torch & co. once (blocks; opt-in)")
+    w.add_argument("--socket", type=Path, help=f"the Unix socket (default: $PAPERDAG_WARM, else <root>/{'.paperdag/warm.sock'})")
+    w.add_argument("--idle", type=float, default=900, help="exit after this many seconds with no stage (default 900)")
+    w.add_argument("--preload", help="comma-separated modules to import once (default: torch, transformers, "
+                                     "sentence_transformers and the other heavy ones, paperdag.engine.warm.PRELOAD)")
     run = sub.add_parser("run", help="run a pipeline's stale stages as a Prefect flow")
     run.add_argument("pipeline")
     run.add_argument("--runner", choices=["thread", "dask"], default="thread")
@@ -114,6 +119,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         try:
             # the libraries read their kernel and thread settings when they load: fix them before anything imports them
             numerics.ensure(numerics.from_params(load_params(root)), ["stage", args.address])
+            from paperdag.engine import warm
+
+            code = warm.delegate(root, ["stage", args.address])  # a warm server's child runs it, when one serves
+            if code is not None:
+                return code
             from paperdag.engine.runner import run_stage
 
             run_stage(root, args.address)
@@ -125,6 +135,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         except BaseException as e:  # interrupted or terminated
             record_failure(root, args.address, e)
             raise
+        return 0
+    if args.command == "warm":
+        from paperdag.engine import numerics, warm
+        from paperdag.engine.params import load_params
+
+        argv = ["warm", "--idle", str(args.idle)] + (["--socket", str(args.socket)] if args.socket else []) \
+            + (["--preload", args.preload] if args.preload is not None else [])
+        numerics.ensure(numerics.from_params(load_params(root)), argv)  # the stages' numerics: part of the key
+        path = args.socket or warm.socket_path(root) or root / warm.DEFAULT_SOCKET
+        preload = warm.PRELOAD if args.preload is None else tuple(m for m in args.preload.split(",") if m)
+        warm.serve(path.resolve(), args.idle, preload)
         return 0
     if args.command == "run":
         from paperdag.engine.orchestrate import run_pipeline

@@ -5,8 +5,10 @@ writes what its run will hold (tags, params, metrics, copies of its metric and p
 times) as `.paperdag/runs/<id>.json`, atomically, and returns. MLflow gets it from a drainer:
 
 - each finished stage (under `dvc repro` or `paperdag run` alike) starts a detached drainer
-  (`python -m paperdag.engine.records ROOT`); at most one drains at a time (a lock), and it loops until nothing is
-  left to drain, so a record written while it works is not left behind;
+  (`python -m paperdag.engine.records ROOT`) unless one is alive; at most one drains at a time (a lock), and it loops
+  until nothing is left to drain, so a record written while it works is not left behind. It then lingers
+  (PAPERDAG_DRAIN_LINGER seconds, default 30) for the next stage's record, so that one drainer, and one MLflow import
+  and store opening (~5 CPU-s), serves a whole `dvc repro` instead of one per stage;
 - every command that reads MLflow drains first (`tracking.client`), waiting for a running drainer.
 
 A record is removed only after MLflow has it (its run carries the record's id, so a drainer killed halfway resumes
@@ -34,6 +36,8 @@ from typing import Any
 
 RUNS_DIR = ".paperdag/runs"
 DRAIN_ENV = "PAPERDAG_DRAIN"  # "detached" (default): a finished stage starts a drainer; "off": records wait
+LINGER_ENV = "PAPERDAG_DRAIN_LINGER"  # seconds a detached drainer waits for another record before it exits
+ALIVE = "drainer.alive"  # held (flock) by the detached drainer for as long as it lives
 RECORD_TAG = "paperdag.record_id"
 PARENT_RECORD_TAG = "paperdag.parent_record_id"
 HEARTBEAT_S = 5.0
@@ -163,10 +167,13 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+_clients: dict[Path, Any] = {}  # root -> MLflow client: a process that drains again (the drainer) opens it once
+
+
 def drain(root: Path, wait: bool = True) -> int | None:
     """Log every finished (or dead) record to MLflow and remove it; return how many were logged.
 
-    With `wait`, wait for a drainer that is running (so that MLflow's store is settled afterwards, tables included);
+    With `wait`, wait for a drainer that is draining (so that MLflow's store is settled afterwards, tables included);
     without, return None at once if one is."""
     root = Path(root)
     d = runs_dir(root)
@@ -205,7 +212,7 @@ def drain(root: Path, wait: bool = True) -> int | None:
             if client is None:
                 from paperdag.engine import tracking
 
-                client = tracking.client(root, drain=False)
+                client = _clients.get(root) or _clients.setdefault(root, tracking.client(root, drain=False))
             _log(client, root, doc)
             path.unlink(missing_ok=True)
             shutil.rmtree(d / doc["id"], ignore_errors=True)
@@ -343,9 +350,19 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _drainer_alive(root: Path) -> bool:
+    try:
+        with open(runs_dir(root) / ALIVE, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+    except BlockingIOError:
+        return True
+
+
 def start_drainer(root: Path) -> None:
-    """Start a detached drainer (unless DRAIN_ENV is "off"); it outlives this process."""
-    if os.environ.get(DRAIN_ENV, "detached") != "detached":
+    """Start a detached drainer (unless DRAIN_ENV is "off", or one is alive: it will log this process's record); it
+    outlives this process."""
+    if os.environ.get(DRAIN_ENV, "detached") != "detached" or _drainer_alive(root):
         return
     log = open(runs_dir(root) / "drain.log", "a")  # noqa: SIM115 (the detached drainer writes it)
     subprocess.Popen([sys.executable, "-m", "paperdag.engine.records", str(Path(root).resolve())], cwd=root,
@@ -366,9 +383,24 @@ def _ready(root: Path) -> bool:
 
 
 def _main() -> None:
-    """The detached drainer: drain until nothing is ready. If another drainer holds the lock, leave it to that one:
-    it checks again after letting go of the lock, so a record written meanwhile is not left behind."""
+    """The detached drainer: drain until nothing is ready, then linger for the next record. If another drainer is
+    alive, leave it to that one. After letting go of its liveness lock it checks once more: a stage that saw it alive
+    (and so started none) wrote its record before, and that record is not left behind."""
     root = Path(sys.argv[1])
+    linger = float(os.environ.get(LINGER_ENV, "30"))
+    with open(runs_dir(root) / ALIVE, "a") as alive:
+        try:
+            fcntl.flock(alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        last = time.monotonic()
+        while True:
+            if _ready(root):
+                if drain(root, wait=False) is not None:  # None: a reader drains now; look again shortly
+                    last = time.monotonic()
+            elif time.monotonic() - last > linger:
+                break
+            time.sleep(0.2)
     while _ready(root):
         if drain(root, wait=False) is None:
             return

@@ -1,0 +1,351 @@
+"""A warm stage server: `paperdag stage` without paying for torch, transformers and sentence-transformers again.
+
+Each stage is a fresh process (DVC runs `paperdag stage ADDRESS`), and a stage that trains a tiny LM spends 5-15 CPU
+seconds importing its libraries before its first step: more than the work of most stages at smoke scale. `paperdag
+warm` starts a server that imports those libraries once (third-party modules only, never the project's code) and
+then forks one child per stage. The child becomes the stage process a fresh start would have been: the client's
+working directory, environment, sys.path, argv and stdin/stdout/stderr (passed over the socket), its own session,
+the project's modules imported afresh from disk. The `paperdag stage` process that DVC started stays as the client:
+it forwards SIGINT / SIGTERM / SIGHUP to the child and exits with the child's status; if the client dies (SIGKILL),
+the server terminates the child.
+
+Opt-in and never a change of results:
+- a stage uses the server when $PAPERDAG_WARM names its socket (or `.paperdag/warm.sock` of the project exists),
+  and PAPERDAG_WARM is not "off";
+- the server serves only a client whose interpreter and every environment variable a library reads at import
+  (numerics, thread counts, HF_*, PYTHON*, ...) equal its own: otherwise the stage runs in its own process as before,
+  with a one-line note. base.numerics' environment is therefore part of the key (`paperdag warm` applies it first).
+- messages are JSON (no pickle); the socket is the user's own (mode 0600).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ENV = "PAPERDAG_WARM"  # the socket's path, or "off"
+DEFAULT_SOCKET = ".paperdag/warm.sock"
+# imported once by the server: what the stages import and what costs seconds (measured: sentence_transformers
+# 12 CPU-s, transformers' Llama 9 s, torch 3 s). Not polars: it is not fork-safe once its thread pool runs.
+PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "safetensors.torch", "tokenizers",
+           "transformers", "transformers.modeling_utils", "transformers.models.llama.modeling_llama",
+           "transformers.models.bert.modeling_bert", "sentence_transformers", "sklearn", "faiss", "bm25s")
+# environment variables some library reads when it is imported: a client differing in one is not served
+_LOAD_TIME = ("PYTHON", "PAPERDAG_NUMERICS", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "POLARS_", "RAYON_",
+              "ATEN_", "ONEDNN_", "DNNL_", "NPY_", "CUDA", "CUBLAS_", "KMP_", "TORCH", "HF_", "TRANSFORMERS_",
+              "SENTENCE_TRANSFORMERS", "TOKENIZERS_", "LD_", "HOME", "XDG_CACHE_HOME", "VIRTUAL_ENV")
+_SET_BY_IMPORTS = ("KMP_INIT_AT_FORK", "KMP_DUPLICATE_LIB_OK")  # sklearn, joblib, torch (where they are set at all)
+_HEADER = 8  # bytes: the request's length, sent with the three file descriptors
+
+
+def socket_path(root: Path | None) -> Path | None:
+    """Where this process's stages find the server, or None when it is off."""
+    value = os.environ.get(ENV, "")
+    if value == "off":
+        return None
+    if value:
+        return Path(value)
+    return root / DEFAULT_SOCKET if root is not None else None
+
+
+def key(environ: dict[str, str] | None = None, set_by_imports: dict[str, str] | None = None) -> dict[str, Any]:
+    """What must be the same in the server and in a client for the forked child to compute what a fresh process
+    would: the interpreter and the load-time environment. A variable the preloaded imports set themselves (sklearn
+    and joblib: KMP_INIT_AT_FORK) counts as absent where it holds that value: a fresh process ends with it too."""
+    environ = dict(os.environ) if environ is None else environ
+    same = set_by_imports or {}
+    env = {k: v for k, v in sorted(environ.items()) if k.startswith(_LOAD_TIME) and same.get(k) != v}
+    return {"python": sys.executable, "version": sys.version, "prefix": sys.prefix, "env": env}
+
+
+def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    for k in ("python", "version", "prefix"):
+        if a[k] != b[k]:
+            return f"{k} {a[k]!r} != {b[k]!r}"
+    names = sorted(k for k in set(a["env"]) | set(b["env"]) if a["env"].get(k) != b["env"].get(k))
+    return "environment differs in " + ", ".join(names[:6]) + (" ..." if len(names) > 6 else "")
+
+
+# --- client: the `paperdag stage` process DVC started ----------------------------------------------------------
+
+def delegate(root: Path, argv: list[str]) -> int | None:
+    """Run `paperdag ARGV` in a child of the warm server and return its exit status; None when no server serves this
+    process (none running, a stale socket, or a different key): then the caller runs the stage itself."""
+    path = socket_path(root)
+    if path is None or not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:  # a stale socket file: the server is gone
+        sock.close()
+        return None
+    with sock:
+        request = json.dumps({"argv": argv, "sys_argv": sys.argv, "sys_path": sys.path, "cwd": os.getcwd(),
+                              "env": dict(os.environ), "key": key()}).encode()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        socket.send_fds(sock, [len(request).to_bytes(_HEADER, "big")], [0, 1, 2])
+        sock.sendall(request)
+        reader = sock.makefile("rb")
+        reply = _read(reader)
+        if reply is None or "refused" in reply:
+            why = reply["refused"] if reply else "it closed the connection"
+            print(f"paperdag: the warm stage server at {path} does not serve this stage ({why}): running it here",
+                  file=sys.stderr)
+            return None
+        pid = int(reply["pid"])
+
+        def forward(signum: int, frame: Any) -> None:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, forward)
+        done = _read(reader)
+    if done is None:  # the server died under the stage: do not leave the stage running unowned
+        forward(signal.SIGTERM, None)
+        print(f"paperdag: the warm stage server at {path} went away while stage process {pid} ran", file=sys.stderr)
+        return 1
+    if "signal" in done:  # end as the stage did, so that DVC sees what it would have seen
+        signum = int(done["signal"])
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return 128 + signum
+    return int(done["exit"])
+
+
+def _read(reader: Any) -> dict[str, Any] | None:
+    line = reader.readline()
+    return json.loads(line) if line else None
+
+
+# --- server -----------------------------------------------------------------------------------------------------
+
+def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD) -> None:
+    """Import `preload`, then serve stage requests on the Unix socket `path` until `idle` seconds pass with no stage
+    running or asked for (or SIGTERM / SIGINT). Children still running at shutdown are terminated."""
+    import importlib
+
+    start = time.perf_counter()
+    env_before = dict(os.environ)
+    before = _project_modules()  # this module and what the command line imported to start it
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a library this environment lacks: the stages that need it import it themselves
+            pass
+    own = _project_modules() - before
+    if own:  # the project's code must come from disk in every child, never from this process
+        raise RuntimeError(f"warm: preloading imported project modules: {', '.join(sorted(own)[:5])}")
+    # what the imports wrote into the environment (torch: KMP_*, ...): a fresh process would have it after them too
+    set_by_imports = {k: v for k, v in os.environ.items() if env_before.get(k) != v}
+    # and those the imports set where this process already had them (started from a process that had imported them)
+    set_by_imports.update({k: os.environ[k] for k in _SET_BY_IMPORTS if k in os.environ})
+    my_key = key(env_before, set_by_imports)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    listener.listen(64)
+    listener.setblocking(False)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    stopping: list[int] = []
+    signal.signal(signal.SIGCHLD, lambda s, f: None)
+    signal.signal(signal.SIGTERM, lambda s, f: stopping.append(s))
+    signal.signal(signal.SIGINT, lambda s, f: stopping.append(s))
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, "accept")
+    sel.register(wake_r, selectors.EVENT_READ, "wake")
+    children: dict[int, socket.socket] = {}  # child pid -> its client's connection
+    print(f"paperdag warm: serving stages on {path} (imports took {time.perf_counter() - start:.1f} s; "
+          f"idle exit after {idle:g} s)", flush=True)
+    last = time.monotonic()
+    try:
+        while not stopping:
+            timeout = None if children else max(0.0, idle - (time.monotonic() - last))
+            if not children and timeout == 0:
+                break
+            for sk, _ in sel.select(timeout):
+                if sk.data == "accept":
+                    _accept(listener, sel, children, my_key, set_by_imports, wake_r)
+                elif sk.data == "wake":
+                    try:
+                        os.read(wake_r, 512)
+                    except BlockingIOError:
+                        pass
+                else:  # a client's connection became readable: it went away (clients send nothing more)
+                    sel.unregister(sk.fileobj)
+                    _kill(sk.data)
+            _reap(children, sel)
+            if children:
+                last = time.monotonic()
+    finally:
+        for pid in list(children):
+            _kill(pid)
+        deadline = time.monotonic() + 10
+        while children and time.monotonic() < deadline:
+            _reap(children, sel)
+            time.sleep(0.05)
+        signal.set_wakeup_fd(-1)
+        listener.close()
+        path.unlink(missing_ok=True)
+
+
+def _project_modules() -> set[str]:
+    """Imported modules that are not the interpreter's or the environment's own (the project's code)."""
+    homes = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+    def own(name: str, file: Any) -> bool:
+        if name == "paperdag" or name.startswith("paperdag."):
+            return True
+        return name not in ("__main__", "__mp_main__") and isinstance(file, str) and os.path.isabs(file) \
+            and not os.path.realpath(file).startswith(homes)
+
+    return {name for name, module in list(sys.modules.items()) if own(name, getattr(module, "__file__", None))}
+
+
+def _accept(listener: socket.socket, sel: selectors.BaseSelector, children: dict[int, socket.socket],
+            my_key: dict[str, Any], set_by_imports: dict[str, str], wake_r: int) -> None:
+    try:
+        conn, _ = listener.accept()
+    except BlockingIOError:
+        return
+    conn.setblocking(True)
+    fds: list[int] = []
+    try:
+        conn.settimeout(30)
+        header, fds, _, _ = socket.recv_fds(conn, _HEADER, 3)
+        size = int.from_bytes(header, "big")
+        body = b""
+        while len(body) < size:
+            chunk = conn.recv(min(1 << 20, size - len(body)))
+            if not chunk:
+                raise ConnectionError("the client closed the connection mid-request")
+            body += chunk
+        request = json.loads(body)
+        conn.settimeout(None)
+        if len(fds) != 3:
+            raise ConnectionError(f"expected 3 file descriptors, got {len(fds)}")
+    except (OSError, ValueError) as e:
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        print(f"paperdag warm: a bad request: {e}", file=sys.stderr, flush=True)
+        return
+    theirs = {**request["key"], "env": key(request["key"]["env"], set_by_imports)["env"]}
+    if theirs != my_key:
+        print(f"paperdag warm: refused paperdag {' '.join(request['argv'])}: {_difference(my_key, theirs)}",
+              flush=True)
+        _send(conn, {"refused": _difference(my_key, theirs)})
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return
+    pid = os.fork()
+    if pid == 0:
+        _child(request, set_by_imports, fds, [listener.fileno(), wake_r, *(c.fileno() for c in children.values()), conn.fileno()])
+    for fd in fds:
+        os.close(fd)
+    children[pid] = conn
+    print(f"paperdag warm: pid {pid}: paperdag {' '.join(request['argv'])} in {request['cwd']}", flush=True)
+    _send(conn, {"pid": pid})
+    sel.register(conn, selectors.EVENT_READ, pid)
+
+
+def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is None:
+            continue
+        if conn.fileno() in sel.get_map():
+            sel.unregister(conn)
+        done = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.waitstatus_to_exitcode(status)}
+        print(f"paperdag warm: pid {pid}: " + (f"killed by signal {done['signal']}" if "signal" in done
+                                                else f"exit {done['exit']}"), flush=True)
+        try:
+            _send(conn, done)
+        except OSError:  # the client is gone
+            pass
+        conn.close()
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)  # the child leads its own session (and so its own process group)
+    except ProcessLookupError:
+        pass
+
+
+def _send(conn: socket.socket, doc: dict[str, Any]) -> None:
+    conn.sendall(json.dumps(doc).encode() + b"\n")
+
+
+def _child(request: dict[str, Any], set_by_imports: dict[str, str], fds: list[int], close: list[int]) -> None:
+    """In the forked child: become the stage process the client would have been, run it, exit with its status."""
+    code = 1
+    try:
+        for fd in close:
+            os.close(fd)
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own streams, never closed)
+        sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ.update(set_by_imports)
+        os.environ[ENV] = "off"  # this process is the stage: it does not delegate again
+        sys.argv = request["sys_argv"]
+        sys.path[:] = request["sys_path"]
+        for name in _project_modules():  # the project's code as it is on disk now, not as the server found it
+            del sys.modules[name]
+        sys.path_importer_cache.clear()
+        import importlib
+
+        importlib.invalidate_caches()
+        from paperdag.engine.cli import main
+
+        code = main(request["argv"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)

@@ -1,0 +1,189 @@
+"""The warm stage server (src/paperdag/engine/warm.py): a stage forked from it computes the bits a fresh process
+does, fails and ends as it would, takes signals through its client, and a client the server cannot serve runs the
+stage itself."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support import cli, dvc, smoke_group
+from paperdag.engine import warm
+from paperdag.engine.failures import failure_path
+
+
+@contextlib.contextmanager
+def warm_env(value: str):
+    """PAPERDAG_WARM set to `value` for the processes started inside, restored after (the suite's own server)."""
+    old = os.environ.get(warm.ENV)
+    os.environ[warm.ENV] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(warm.ENV, None)
+        else:
+            os.environ[warm.ENV] = old
+
+
+def wait_for(predicate, what: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def server(toy: Path, tmp_path: Path):
+    """A server of the test's own, started in the toy project (preloading only numpy, to be quick), its log."""
+    path, log = tmp_path / "w.sock", tmp_path / "warm.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "600",
+                                 "--preload", "numpy,polars.exceptions"], cwd=toy, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
+    assert proc.poll() is None, log.read_text()
+    yield path, log
+    proc.terminate()
+    proc.wait(30)
+    assert not path.exists(), "the server removes its socket when it stops"
+
+
+def served(log: Path) -> list[str]:
+    return [line.split(": paperdag ", 1)[1].split(" in ")[0] for line in log.read_text().splitlines()
+            if ": paperdag stage " in line and "refused" not in line]
+
+
+def test_stages_forked_from_the_server_write_what_fresh_processes_write(toy: Path, server, tmp_path: Path) -> None:
+    """The toy DAG under `dvc repro` with the server and without it: the same md5 for every output (the volatile
+    seconds aside), and the server served each of the four stages."""
+    path, log = server
+    fresh = tmp_path / "fresh"
+    shutil.copytree(toy, fresh, symlinks=True)
+    with warm_env(str(path)):
+        dvc(toy, "repro")
+    with warm_env("off"):
+        dvc(fresh, "repro")
+    assert sorted(served(log)) == ["stage toy:combine", "stage toy:left", "stage toy:make", "stage toy:right"]
+    for out in ["data/toy/table.parquet", "data/toy/left.npy", "data/toy/right.safetensors", "data/toy/model/weights.txt"]:
+        assert (toy / out).read_bytes() == (fresh / out).read_bytes(), out
+    a, b = (json.loads((r / "data/toy/metrics.json").read_text()) for r in (toy, fresh))
+    a["headline"].pop("seconds"), b["headline"].pop("seconds")
+    assert a == b
+
+
+def test_a_failing_stage_fails_as_it_would(toy: Path, server) -> None:
+    """A stage that raises, served: the client exits 1 with the runner's one-line reason on its stderr, and the
+    failure is recorded where `paperdag status` finds it."""
+    path, log = server
+    with warm_env("off"):
+        dvc(toy, "repro", "toy-make", "toy-left", "toy-right")
+    p = toy / "params.yaml"
+    p.write_text(p.read_text().replace("fail: false", "fail: true"))
+    r = cli(toy, "stage", "toy:combine", check=False, env={warm.ENV: str(path)})
+    assert r.returncode == 1, r.stderr
+    assert "combine was told to fail" in r.stderr
+    assert "combine was told to fail" in failure_path(toy, "toy:combine").read_text()
+    assert served(log) == ["stage toy:combine"]
+    assert "exit 1" in log.read_text()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_to_the_client_ends_the_stage(toy: Path, server, sig: signal.Signals) -> None:
+    """SIGTERM to the `paperdag stage` process DVC started reaches the forked stage, which unwinds as it would
+    (recorded as terminated) and the client ends as the stage did; SIGKILL to the client (no chance to forward)
+    makes the server terminate the stage: no stage runs on unowned."""
+    path, log = server
+    with warm_env("off"):
+        dvc(toy, "repro", "toy-make", "toy-left", "toy-right")
+    client = subprocess.Popen([sys.executable, "-m", "paperdag", "stage", "toy:combine"], cwd=toy,
+                              env={**os.environ, warm.ENV: str(path), "TOY_SLOW_WRITE": "1"},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: served(log) == ["stage toy:combine"], "the server to fork the stage")
+    pid = int(next(line for line in log.read_text().splitlines() if "toy:combine" in line).split("pid ")[1].split(":")[0])
+    wait_for(lambda: list(toy.glob("data/toy/*model*")), "the stage to start writing its model")
+    client.send_signal(sig)
+    client.communicate(timeout=60)
+    wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), "the stage process to end", timeout=30)
+    if sig == signal.SIGTERM:
+        assert client.returncode != 0
+        assert "Terminated" in failure_path(toy, "toy:combine").read_text()
+    assert not (toy / "data/toy/model/config.txt").exists(), "no half-written output in place"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+def test_a_client_in_another_environment_runs_its_stage_itself(toy: Path, server) -> None:
+    """A variable some library reads at import differs (here HF_HOME): the server refuses, the client says so on one
+    line and runs the stage in its own process, which succeeds."""
+    path, log = server
+    r = cli(toy, "stage", "toy:make", env={warm.ENV: str(path), "HF_HOME": "/nonexistent-hf-home"})
+    assert "does not serve this stage" in r.stderr and "HF_HOME" in r.stderr
+    assert served(log) == [] and "refused paperdag stage toy:make" in log.read_text()
+    assert (toy / "data/toy/table.parquet").exists()
+
+
+def test_no_server_or_a_stale_socket_is_no_error(toy: Path, tmp_path: Path) -> None:
+    """PAPERDAG_WARM naming a socket nobody listens on (a server killed hard): the stage runs in its own process."""
+    import socket
+
+    stale = tmp_path / "stale.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(stale))
+    s.close()
+    r = cli(toy, "stage", "toy:make", env={warm.ENV: str(stale)})
+    assert r.returncode == 0 and (toy / "data/toy/table.parquet").exists()
+
+
+def test_the_server_exits_when_idle(toy: Path, tmp_path: Path) -> None:
+    path = tmp_path / "w.sock"
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "1", "--preload", ""], cwd=toy,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "serving stages on" in r.stdout and not path.exists()
+    assert time.monotonic() - start < 120
+
+
+@smoke_group("rot")
+def test_a_served_lm_stage_trains_the_model_a_fresh_process_trains(smoke_build, tmp_path: Path) -> None:
+    """The tiny LM of rot's smoke build, trained again in a fresh process (no server): the same weights, bit for
+    bit, as the (served, when the suite runs one) build's. torch, transformers and tokenizers are what the server
+    preloads; this is where a difference would show."""
+    repo = tmp_path / "repo"
+    shutil.copytree(smoke_build("rot").repo, repo, symlinks=True)
+    before = {f.relative_to(repo): f.read_bytes() for f in (repo / "data/rot").rglob("*.safetensors")}
+    assert before, "rot's train stage writes safetensors weights"
+    with warm_env("off"):
+        dvc(repo, "repro", "-f", "-s", "rot-train@0")
+    after = {f.relative_to(repo): f.read_bytes() for f in (repo / "data/rot").rglob("*.safetensors")}
+    assert after.keys() == before.keys()
+    assert all(after[k] == before[k] for k in before)
+
+
+def test_the_suites_own_server_serves_the_suites_stages(toy: Path, warm_stage_server) -> None:
+    """The suite runs one server per worker (conftest.py): a stage started the way the suite starts them is served
+    by it, not refused for an environment that drifted (a library imported in the worker that set a variable)."""
+    if warm_stage_server is None:
+        pytest.skip("PAPERDAG_WARM=off: the suite runs without a server")
+    log = warm_stage_server.with_suffix(".log")
+    before = log.read_text()
+    import sklearn  # noqa: F401 (sets KMP_INIT_AT_FORK in this process, as tests that import it do)
+
+    dvc(toy, "repro", "toy-make")
+    new = log.read_text()[len(before):]
+    assert "paperdag stage toy:make in" in new and "refused" not in new, new
