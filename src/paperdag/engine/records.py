@@ -167,7 +167,7 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-_clients: dict[Path, Any] = {}  # root -> MLflow client: a process that drains again (the drainer) opens it once
+_clients: dict[tuple[Path, str], Any] = {}  # (root, tracking URI) -> MLflow client: a process that drains again (the drainer) opens it once
 
 
 def drain(root: Path, wait: bool = True) -> int | None:
@@ -212,7 +212,8 @@ def drain(root: Path, wait: bool = True) -> int | None:
             if client is None:
                 from paperdag.engine import tracking
 
-                client = _clients.get(root) or _clients.setdefault(root, tracking.client(root, drain=False))
+                where = (root, tracking.tracking_uri(root))
+                client = _clients.get(where) or _clients.setdefault(where, tracking.client(root, drain=False))
             _log(client, root, doc)
             path.unlink(missing_ok=True)
             shutil.rmtree(d / doc["id"], ignore_errors=True)
