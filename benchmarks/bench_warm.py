@@ -53,7 +53,7 @@ def build(repo: Path, warm: str) -> dict[str, float]:
     from paperdag.engine import records
 
     records.drain(repo)  # the drainer's work counts too
-    while records._drainer_alive(repo):
+    while records.drainer_alive(repo):
         time.sleep(0.2)
     return {"wall_s": wall, "cpu_s": machine_cpu_s() - cpu}
 

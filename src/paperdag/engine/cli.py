@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stage", help="run one stage (the command dvc.yaml calls)")
     s.add_argument("address", metavar="PIPELINE:STAGE")
     w = sub.add_parser("warm", help="serve stages from a process that has imported torch & co. once (blocks; opt-in)")
-    w.add_argument("--socket", type=Path, help=f"the Unix socket (default: $PAPERDAG_WARM, else <root>/{'.paperdag/warm.sock'})")
+    w.add_argument("--socket", type=Path, help="the Unix socket (default: $PAPERDAG_WARM, else <root>/.paperdag/warm.sock)")
     w.add_argument("--idle", type=float, default=900, help="exit after this many seconds with no stage (default 900)")
     w.add_argument("--preload", help="comma-separated modules to import once (default: torch, transformers, "
                                      "sentence_transformers and the other heavy ones, paperdag.engine.warm.PRELOAD)")

@@ -351,7 +351,8 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _drainer_alive(root: Path) -> bool:
+def drainer_alive(root: Path) -> bool:
+    """Whether a detached drainer lives (it holds ALIVE while it drains or lingers)."""
     try:
         with open(runs_dir(root) / ALIVE, "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -363,7 +364,7 @@ def _drainer_alive(root: Path) -> bool:
 def start_drainer(root: Path) -> None:
     """Start a detached drainer (unless DRAIN_ENV is "off", or one is alive: it will log this process's record); it
     outlives this process."""
-    if os.environ.get(DRAIN_ENV, "detached") != "detached" or _drainer_alive(root):
+    if os.environ.get(DRAIN_ENV, "detached") != "detached" or drainer_alive(root):
         return
     log = open(runs_dir(root) / "drain.log", "a")  # noqa: SIM115 (the detached drainer writes it)
     subprocess.Popen([sys.executable, "-m", "paperdag.engine.records", str(Path(root).resolve())], cwd=root,
