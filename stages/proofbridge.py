@@ -128,7 +128,8 @@ class TrainGenParams(TinyLMConfig):
     mixture: dict[str, NonNegativeFloat]  # share of steps per prompt kind (gen.ARMS)
     near_misses: PositiveInt  # corrupted attempts per training theorem (repair pools)
     max_new_tokens: PositiveInt
-    min_val_type_correct: Unit  # greedy type correctness without retrieval on val the model must reach
+    holdout_per_family: PositiveInt  # training theorems per training family kept out of the generator's training: the learnability check
+    min_holdout_type_correct: Unit  # greedy type correctness without retrieval on those held-out theorems the model must reach
     item: Item
 
 
@@ -155,15 +156,28 @@ def _greedy_scores(model, tokenizer, rows: list[dict], contexts: dict[int, list[
     return {"type_correct": float(np.mean(typ)), "semantic": float(np.mean(sem))}
 
 
+def _holdout(theorems: pl.DataFrame, per_family: int) -> tuple[list[dict], list[dict]]:
+    """The generator's training theorems and the held-out ones: the first `per_family` (by id) of every training
+    family, which the generator never trains on (the retrieval corpus keeps them)."""
+    train = theorems.filter(pl.col("split") == "train").sort("id").with_columns(pl.int_range(pl.len()).over("family").alias("_k"))
+    short = train.group_by("family").len().filter(pl.col("len") <= per_family)
+    if short.height:
+        raise ValueError(f"proofbridge train_gen: train_gen.holdout_per_family = {per_family} leaves no training theorem in "
+                         f"families {sorted(short['family'])}; lower it or raise synthesize.per_family.train")
+    held = pl.col("_k") < per_family
+    return train.filter(~held).drop("_k").to_dicts(), train.filter(held).drop("_k").to_dicts()
+
+
 def train_gen(params: TrainGenParams, theorems: pl.DataFrame, contexts: pl.DataFrame) -> dict[str, object]:
     """A byte-level BPE tokenizer and a tiny Llama trained on the training theorems, with and without their retrieved
-    examples, and on near-miss repairs; greedy type / semantic correctness on val checked (learnability)."""
+    examples, and on near-miss repairs; greedy type correctness on held-out theorems of the training families checked
+    (learnability: it learned the formal language), greedy scores on the unseen val families recorded."""
     from paperdag.lm import build_or_load, checkpoint_writer, fit_pools, lm_stats
     from paperdag.methods.proofbridge.gen import near_misses, prompt, target, training_pools
 
     start = time.perf_counter()
     ctx = _contexts(theorems, contexts)
-    train = theorems.filter(pl.col("split") == "train").sort("id").to_dicts()
+    train, holdout = _holdout(theorems, params.holdout_per_family)
     draw = random.Random(params.seed)
     near = {r["id"]: near_misses(r["formal"], draw, params.near_misses) for r in train}
     texts = [prompt(r["nl"]) + target(r["formal"]) for r in train] + [e for r in train for bad, err in near[r["id"]] for e in (bad, err)]
@@ -175,11 +189,14 @@ def train_gen(params: TrainGenParams, theorems: pl.DataFrame, contexts: pl.DataF
     report = fit_pools(model, pools, params.mixture, params, tokenizer.pad_token_id, f"proofbridge train_gen {params.item}")
     val = theorems.filter(pl.col("split") == "val").sort("id").to_dicts()
     scores = {arm: _greedy_scores(model, tokenizer, val, ctx, arm == "rag", params.max_new_tokens) for arm in ("plain", "rag")}
-    if scores["plain"]["type_correct"] < params.min_val_type_correct:
-        raise ValueError(f"proofbridge train_gen {params.item}: greedy type correctness without retrieval on the val families is "
-                         f"{scores['plain']['type_correct']:.3f} < train_gen.min_val_type_correct = {params.min_val_type_correct}: "
-                         "the generator did not learn the formal language; raise train_gen.steps or the model size")
-    stats = {"replicate": params.item.replicate, "val_greedy": scores, "longest_example": longest,
+    held = _greedy_scores(model, tokenizer, holdout, ctx, False, params.max_new_tokens)
+    if held["type_correct"] < params.min_holdout_type_correct:
+        raise ValueError(f"proofbridge train_gen {params.item}: greedy type correctness without retrieval on {len(holdout)} held-out "
+                         f"theorems of the training families is {held['type_correct']:.3f} < train_gen.min_holdout_type_correct = "
+                         f"{params.min_holdout_type_correct}: the generator did not learn the formal language; raise train_gen.steps "
+                         "or the model size")
+    stats = {"replicate": params.item.replicate, "val_greedy": scores, "holdout_greedy": held, "holdout": len(holdout),
+             "longest_example": longest,
              "pool_sizes": {k: len(v) for k, v in pools.items()},
              **lm_stats(model, tokenizer, params, report.losses["loss"], time.perf_counter() - start)}
     return {"generator": checkpoint_writer(model, tokenizer), "gen_stats": stats}
@@ -262,5 +279,6 @@ def evaluate(params: EvaluateParams, retrieval: dict[Item, pl.DataFrame], attemp
     metrics = {"headline": headline(scores, params.k), "per_replicate": per,
                "frozen_view": {str(i): s["frozen_view"] for i, s in embed_stats.items()},
                "val_greedy": {str(i): s["val_greedy"] for i, s in gen_stats.items()},
+               "holdout_greedy": {str(i): s["holdout_greedy"] for i, s in gen_stats.items()},
                "temperature": {str(i): s["temperature"] for i, s in repair_stats.items()}}
     return {"metrics": metrics, "recall_at_k": recall_figure(scores, params.recall_ks), "pass_at_k": pass_figure(scores)}
