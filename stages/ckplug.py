@@ -39,6 +39,7 @@ class SynthesizeParams:
     distractors: NonNegativeInt
     conflict_items: NonNegativeInt
     consistent_items: NonNegativeInt
+    reading_copies: PositiveInt  # rows per reading fact, each with its own random value when > 1 (copy, not recall)
     seed: int
 
 
@@ -47,7 +48,7 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     the adaptive mixed set (adaptive_items per noise level); a count that cannot be met is an error."""
     p = params
     sizes = WorldSizes(p.known_entities, p.reading_entities, p.fresh_entities, p.test_facts, p.adaptive_items,
-                       tuple(p.adaptive_noise), p.distractors, p.conflict_items, p.consistent_items)
+                       tuple(p.adaptive_noise), p.distractors, p.conflict_items, p.consistent_items, p.reading_copies)
     world, groups, train_rows, counterfactual, adaptive = build(sizes, p.seed)
     group_of = {e: g for g, names in groups.items() for e in names}
     facts = pl.DataFrame(

@@ -45,3 +45,20 @@ def test_adaptive_set_holds_every_requested_item_per_level() -> None:
 def test_a_count_that_cannot_be_met_is_an_error(change: dict, what: str) -> None:
     with pytest.raises(ValueError, match=what):
         build(sizes(**change), 3)
+
+
+def test_reading_copies_state_their_own_values_so_only_the_context_answers() -> None:
+    """With reading_copies > 1, every reading fact comes `copies` times, each answer the value its own context states,
+    and the values differ between copies: an (entity, relation) -> value map cannot be memorised, copying can."""
+    _, groups, train, _, _ = build(sizes(reading_copies=5), 3)
+    reading = train.filter(pl.col("kind") == "reading")
+    assert reading.height == 4 * 6 * 5  # reading_entities x relations x copies
+    for row in reading.iter_rows(named=True):
+        assert row["answer"] in row["context"]
+    per_fact = reading.group_by("entity", "relation").agg(pl.col("answer").n_unique().alias("values"))
+    assert per_fact.height == 4 * 6 and per_fact["values"].mean() > 2  # 5 draws from pools of >= 8 values
+    assert set(reading["entity"]) == set(groups["reading"])
+    once = build(sizes(), 3)[2].filter(pl.col("kind") == "reading")
+    assert once.height == 4 * 6 and once.group_by("entity", "relation").len()["len"].max() == 1
+    with pytest.raises(ValueError, match="reading_copies"):
+        build(sizes(reading_copies=0), 3)

@@ -50,6 +50,8 @@ class WorldSizes:
     distractors: int  # extra true statements about other entities in each context
     conflict_items: int  # conflict training rows
     consistent_items: int  # consistent-context training rows
+    reading_copies: int = 1  # rows per reading (entity, relation); > 1: each copy states its own random value, so
+    # the context is the only source of the answer and no (entity, relation) -> value map can be memorised
 
 
 def level_counts(items: int, noise: float) -> dict[str, int]:
@@ -105,9 +107,13 @@ def build(sizes: WorldSizes, seed: int) -> tuple[FactWorld, dict[str, list[str]]
         for template in range(2):
             rows.append({"kind": "closed_book", "entity": e, "relation": r, "question": world.question(e, r, template), "context": "",
                          "answer": world.value(e, r)})
+    if sizes.reading_copies < 1:
+        raise ValueError(f"ckplug data: reading_copies must be >= 1; got {sizes.reading_copies}")
     for e in reading:
         for r in relations:
-            add("reading", e, r, world.context(e, r, world.value(e, r), rng, sizes.distractors), world.value(e, r))
+            for _ in range(sizes.reading_copies):
+                value = rng.choice(world.relations[r].values) if sizes.reading_copies > 1 else world.value(e, r)
+                add("reading", e, r, world.context(e, r, value, rng, sizes.distractors), value)
     for e, r in (rng.choice(contextual) for _ in range(sizes.consistent_items)):
         add("consistent", e, r, world.context(e, r, world.value(e, r), rng, sizes.distractors), world.value(e, r))
     for i, (e, r) in enumerate(rng.choice(contextual) for _ in range(sizes.conflict_items)):
