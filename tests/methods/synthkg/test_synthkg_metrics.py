@@ -35,8 +35,8 @@ def test_reader_follows_the_chain_and_abstains_on_a_missing_link() -> None:
     """'In which city was the founder of X born?': founder then born; without the second link there is no answer."""
     q = "In which city was the founder of Drennic Holdings born?"
     assert parse_question(q) == ("founder_born", "Drennic Holdings")
-    triples = [("Drennic Holdings", "founder", "Alaric Venmoor"), ("Alaric Venmoor", "born", "Quellstad"),
+    triples = [("Drennic Holdings", "founder", "Alaric Venmoor"), ("Alaric Venmoor", "born", "Quell Haven"),
                ("Brenna Tolvast", "born", "Ostrel")]
-    assert read_answer(q, triples) == "Quellstad"
+    assert read_answer(q, triples) == "Quell Haven"
     assert read_answer(q, triples[:1]) is None
     assert read_answer("What is the answer?", triples) is None

@@ -8,7 +8,7 @@ import pytest
 from paperdag.methods.synthkg import chunk, decontextualise, decontextualise_page, entities, extract, rouge1_f1
 
 PAGE = ("Alaric Venmoor, known as the Archivist, is a painter. He works for Drennic Holdings.\n\n"
-        "Venmoor collects old coins. She was born in Quellstad. The Archivist was mentored by Brenna Tolvast.")
+        "Venmoor collects old coins. She was born in Quell Haven. The Archivist was mentored by Brenna Tolvast.")
 
 
 def test_rewrite_kept_at_or_above_the_threshold_and_rejected_below() -> None:
@@ -49,13 +49,13 @@ def test_previous_chunk_resolves_pronouns_short_names_and_near_aliases_but_not_f
 
 
 def test_entities_are_typed_by_shape() -> None:
-    """Org 'Word Kind', city by suffix, country '-ia', person two capitalised words; 'The Archivist' is no person."""
-    found = dict(entities("The Archivist met Brenna Tolvast of Drennic Holdings in Quellstad, Varnia."))
-    assert found == {"Brenna Tolvast": "person", "Drennic Holdings": "org", "Quellstad": "city", "Varnia": "country"}
+    """Org 'Word Kind', city 'Stem Kind', country '-ia', person two capitalised words; 'The Archivist' is no person."""
+    found = dict(entities("The Archivist met Brenna Tolvast of Drennic Holdings in Quell Haven, Varnia."))
+    assert found == {"Brenna Tolvast": "person", "Drennic Holdings": "org", "Quell Haven": "city", "Varnia": "country"}
 
 
 def test_extraction_keeps_mentions_as_written() -> None:
     """On a raw chunk the source slot is the pronoun (the single-step error); a target of the wrong type is no triple."""
-    _, quads = extract("She was born in Quellstad. Brenna Tolvast works for Quellstad.")
-    assert [(q.source, q.relation, q.target) for q in quads] == [("She", "born", "Quellstad")]
-    assert quads[0].proposition == "She was born in Quellstad."
+    _, quads = extract("She was born in Quell Haven. Brenna Tolvast works for Quell Haven.")
+    assert [(q.source, q.relation, q.target) for q in quads] == [("She", "born", "Quell Haven")]
+    assert quads[0].proposition == "She was born in Quell Haven."

@@ -21,12 +21,21 @@ def test_world_has_the_requested_entities_and_every_page_fact() -> None:
         make_world({**COUNTS, "org": 1}, NameBank(rng), rng)
 
 
-def test_two_worlds_of_one_bank_share_no_name() -> None:
-    """Full names are never drawn twice from one bank (their parts come from one fixed lexicon)."""
+def test_two_worlds_of_one_bank_share_no_name_but_every_word_of_one() -> None:
+    """Full names of people, orgs and cities are never drawn twice from one bank, but every word of them comes from
+    one fixed lexicon (so a model trained on one world has seen each word of another's names); countries are a closed
+    set both worlds draw from."""
     rng = random.Random(1)
     bank = NameBank(rng)
-    a, b = make_world(COUNTS, bank, rng), make_world(COUNTS, bank, rng)
-    assert not set(a.entities) & set(b.entities)
+    counts = {"person": 300, "org": 100, "city": 200, "country": 24}
+    a, b = make_world(counts, bank, rng), make_world(COUNTS, bank, rng)
+    named = {n for n, e in b.entities.items() if e.type != "country"}
+    assert not set(a.entities) & named
+    assert {n for n, e in b.entities.items() if e.type == "country"} <= set(a.entities)
+    words = {w for n in a.entities for w in n.split()}
+    assert all(w in words for n, e in b.entities.items() if e.type == "city" for w in n.split())
+    with pytest.raises(ValueError, match="25 countries"):
+        make_world({**COUNTS, "country": 25}, bank, rng)
 
 
 def test_pages_state_each_fact_once_and_use_coreference() -> None:

@@ -12,13 +12,13 @@ import functools
 import re
 from dataclasses import dataclass
 
-from paperdag.methods.synthkg.world import CITY_SUFFIXES, DESCRIPTIONS, ORG_KINDS, REL, RELATIONS
+from paperdag.methods.synthkg.world import CITY_KINDS, DESCRIPTIONS, ORG_KINDS, REL, RELATIONS
 
 ROUGE_MIN = 0.70  # SynthKG: a rewrite is kept only if its ROUGE-1 F1 against the original chunk reaches this
 
 _CAP = r"[A-Z][a-z]+"
 _ORG = re.compile(rf"\b{_CAP} (?:{'|'.join(ORG_KINDS)})\b")
-_CITY = re.compile(rf"\b[A-Z][a-z]*(?:{'|'.join(CITY_SUFFIXES)})\b")
+_CITY = re.compile(rf"\b{_CAP} (?:{'|'.join(CITY_KINDS)})\b")
 _COUNTRY = re.compile(rf"\b{_CAP}ia\b")
 _PERSON = re.compile(rf"\b{_CAP} {_CAP}\b")
 _NOT_A_NAME = {"The", "It", "He", "She", "In", "Where", "Who", "Which", "What", "A", "An"}
@@ -49,7 +49,7 @@ def chunk(text: str, chunk_words: int) -> list[str]:
 # ---- step 2 of the teacher: entities by shape ------------------------------------------------------------------------
 
 def entities(text: str) -> list[tuple[str, str]]:
-    """Typed entity spans (name, type) in order of first appearance: org "Word Kind", city "...stad", country
+    """Typed entity spans (name, type) in order of first appearance: org "Word Kind", city "Stem Kind", country
     "...ia", person "First Last" (two capitalised words that are neither of those nor start with a function word)."""
     found: dict[str, str] = {}
     spans: list[tuple[int, str, str]] = []

@@ -41,7 +41,7 @@ _ONSET = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", 
 _VOWEL = ("a", "e", "i", "o", "u", "ae", "ei", "ou")
 _CODA = ("", "", "n", "r", "l", "s", "th", "nd")
 ORG_KINDS = ("Holdings", "Works", "Guild", "Press", "Foundry", "Traders", "Collective", "Labs")
-CITY_SUFFIXES = ("stad", "holm", "mere", "ford", "wick", "burg", "haven", "dale")
+CITY_KINDS = ("Haven", "Ford", "Falls", "Cross", "Mere", "Dale", "Wick", "Bridge")  # a city is "Stem Kind"
 EPITHETS = ("Archivist", "Navigator", "Weaver", "Alchemist", "Cartographer", "Lamplighter", "Falconer", "Tinker",
             "Chronicler", "Herbalist", "Glassblower", "Stargazer", "Locksmith", "Beekeeper", "Bellringer", "Scribe",
             "Ferryman", "Mapmaker", "Wanderer", "Engraver", "Potter", "Quartermaster", "Shepherd", "Watchmaker")
@@ -80,16 +80,17 @@ def _lexicons(seed: int = 20261) -> dict[str, tuple[str, ...]]:
     they never share, and a tokenizer learnt on one world knows the parts of another's names (as with real names)."""
     rng, taken = random.Random(seed), set()
     return {"first": _lexicon(rng, 200, (2,), taken), "surname": _lexicon(rng, 400, (2,), taken),
-            "org": _lexicon(rng, 300, (2,), taken), "country": _lexicon(rng, 40, (2,), taken, "ia"),
-            "city": tuple(w + rng.choice(CITY_SUFFIXES) for w in _lexicon(rng, 500, (1, 2), taken))}
+            "org": _lexicon(rng, 300, (2,), taken), "country": _lexicon(rng, 24, (2,), taken, "ia"),
+            "city": _lexicon(rng, 60, (1, 2), taken)}  # city stems: a city is a stem and a CITY_KINDS word
 
 
 LEXICONS = _lexicons()
 
 
 class NameBank:
-    """Full names never drawn twice from one bank (so the train and eval worlds of a replicate share no entity name),
-    composed from the fixed LEXICONS."""
+    """Full names of people, orgs and cities never drawn twice from one bank (so the train and eval worlds of a
+    replicate share none), composed from the fixed LEXICONS: every word of a new name is a word other names use, as
+    with real names (a city was one unseen word before: a model trained on one world could not copy another's)."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -110,10 +111,14 @@ class NameBank:
         return self._fresh(lambda: f"{self.rng.choice(LEXICONS['org'])} {self.rng.choice(ORG_KINDS)}")
 
     def city(self) -> str:
-        return self._fresh(lambda: self.rng.choice(LEXICONS["city"]))
+        return self._fresh(lambda: f"{self.rng.choice(LEXICONS['city'])} {self.rng.choice(CITY_KINDS)}")
 
-    def country(self) -> str:
-        return self._fresh(lambda: self.rng.choice(LEXICONS["country"]))
+    def countries(self, count: int) -> list[str]:
+        """`count` distinct countries of the closed set every world shares (as real countries: a world's eval pages
+        name countries the train world names too)."""
+        if count > len(LEXICONS["country"]):
+            raise ValueError(f"NameBank: {count} countries requested, the lexicon holds {len(LEXICONS['country'])}")
+        return self.rng.sample(LEXICONS["country"], count)
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,7 @@ def make_world(counts: dict[str, int], bank: NameBank, rng: random.Random, mento
             raise ValueError(f"make_world: need at least 2 entities of type {t}, got {counts.get(t, 0)}")
     ents: dict[str, Entity] = {}
     by_type: dict[str, list[str]] = {}
+    countries = iter(bank.countries(counts["country"]))
     for t in ("person", "org", "city", "country"):
         for _ in range(counts[t]):
             if t == "person":
@@ -168,7 +174,7 @@ def make_world(counts: dict[str, int], bank: NameBank, rng: random.Random, mento
                 name = bank.org()
                 e = Entity(name, t, name.split()[0], "".join(w[0] for w in name.split()), "It")
             else:
-                name = bank.city() if t == "city" else bank.country()
+                name = bank.city() if t == "city" else next(countries)
                 e = Entity(name, t, "", "", "It")
             ents[name] = e
             by_type.setdefault(t, []).append(name)
