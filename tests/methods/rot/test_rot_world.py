@@ -63,7 +63,8 @@ def test_a_count_that_cannot_be_met_raises() -> None:
 
 def rows(arm: str, correct: list[bool], tokens: list[int], seconds: float) -> list[dict]:
     return [{"problem": i, "kind": "new", "arm": arm, "correct": c, "output_tokens": t, "seconds": seconds,
-             "template_exact": None if arm == "none" else c, "stop": "threshold" if arm == "rot" else ""}
+             "template_exact": None if arm == "none" else c,
+             "start_right": None if arm == "none" else c, "stop": "threshold" if arm == "rot" else ""}
             for i, (c, t) in enumerate(zip(correct, tokens, strict=True))]
 
 
