@@ -27,7 +27,7 @@ import yaml
 from paperdag.methods.rot import RoTConfig, build_graph
 from paperdag.methods.rot.metrics import retrieval_scores
 from paperdag.methods.rot.protocol import STATIC_KEYS, StaticIndex, rot_path, tune_rot, tune_static
-from paperdag.methods.rot.query import VIEWS, encode_queries
+from paperdag.methods.rot.query import VIEWS, encode_queries, similarity
 from paperdag.retrieval import encode, load_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +38,20 @@ SETTINGS = {  # name: (start_query, step_query)
     "problem / clauses": ("problem", "clauses"),
     "opening / clauses": ("opening", "clauses"),
 }
+
+
+def cos_ranges(queries: list, needed: list[list[str]], graph, node_emb: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per query view, the cosine of a query with a step it needs and with one it does not (each distinct step text
+    once per query): mean, min and max."""
+    first = {t: graph.texts.index(t) for t in dict.fromkeys(graph.texts)}  # a node per distinct step text
+    out = {}
+    for view in VIEWS:
+        pairs = [(float(similarity(q, node_emb, view)[v]), text in steps) for q, steps in zip(queries, needed, strict=True)
+                 for text, v in first.items()]
+        for label, want in (("needed", True), ("other", False)):
+            xs = [c for c, n in pairs if n == want]
+            out[f"{view}_{label}"] = {"mean": float(np.mean(xs)), "min": min(xs), "max": max(xs)}
+    return out
 
 
 def main() -> None:
@@ -70,7 +84,8 @@ def main() -> None:
 
     val_q, val_t = split("val")
     eval_q, eval_t = (val_q, val_t) if args.split == "val" else split("test")
-    out: dict[str, object] = {"split": args.split, "problems": len(eval_t), "tuned_on": "val", "rot": {}}
+    out: dict[str, object] = {"split": args.split, "problems": len(eval_t), "tuned_on": "val",
+                              "cos": cos_ranges(eval_q, eval_t, graph, node_emb), "rot": {}}
     for name, (start_q, step_q) in SETTINGS.items():
         given = replace(config, start_query=start_q, step_query=step_q)
         tuned, _ = tune_rot(val_q, val_t, graph, node_emb, given, infer["alpha_grid"], infer["theta_grid"])
@@ -95,6 +110,10 @@ def main() -> None:
             print(f"{name:30s} {label:20s} {s['alpha']:5.2f} {s['theta']:5.2f} {s['template_exact']:7.1f} {s['start_accuracy']:7.1f} "
                   f"{s['stopped_short']:7.1f} {s['stopped_late']:7.1f} {s['semantic_jumps']:5d} {s['stops']}")
     print(f"static top-1 (key tuned on val: {key}): hit % per key {out['static']['hit_rate']}")
+    for view in VIEWS:
+        need, other = out["cos"][f"{view}_needed"], out["cos"][f"{view}_other"]
+        print(f"cos with the query seen as {view:8s}: needed step mean {need['mean']:.3f} [{need['min']:.3f}, {need['max']:.3f}], "
+              f"other step mean {other['mean']:.3f} [{other['min']:.3f}, {other['max']:.3f}]")
     print(f"wrote {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}")
 
 

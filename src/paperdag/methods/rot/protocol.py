@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from paperdag.methods.rot.graph import Path, RoTConfig, ThoughtGraph, start_node, traverse
-from paperdag.methods.rot.metrics import retrieval_scores
+from paperdag.methods.rot.metrics import retrieval_scores, written_plan
 from paperdag.methods.rot.query import Query, encode_query, similarity
-from paperdag.methods.rot.task import parse_answer, prompt
+from paperdag.methods.rot.task import parse_answer, plan_text, prompt
 
 ARMS = ("none", "static", "rot")
 STATIC_KEYS = ("problem", "template", "clauses")
@@ -117,7 +117,8 @@ def greedy_solve(model, tokenizer, text: str, template: list[str] | None, max_ne
 def run_arms(model, tokenizer, embed: Callable[[list[str]], np.ndarray], tests: list[dict], graph: ThoughtGraph,
              node_emb: np.ndarray, static: StaticIndex, static_key: str, config: RoTConfig, max_new_tokens: int,
              progress: Callable[[int], None] = lambda i: None) -> list[dict]:
-    """One row per (test problem, arm): the template used, the answer, correctness, output tokens and latency.
+    """One row per (test problem, arm): the template used, whether the plan the work follows (the template, or the
+    one the model wrote) is the needed steps, the answer, correctness, output tokens and latency.
     embed: texts -> (k, d) unit rows (one encoder call per query and template arm, timed with it)."""
     rows = []
     for i, problem in enumerate(tests):
@@ -137,6 +138,7 @@ def run_arms(model, tokenizer, embed: Callable[[list[str]], np.ndarray], tests: 
             rows.append({"problem": problem["id"], "kind": problem["kind"], "arm": arm, "template": template or [],
                          "template_exact": None if template is None else template == needed,
                          "start_right": None if template is None else template[:1] == needed[:1],
+                         "plan_right": (written_plan(generated) if template is None else plan_text(template)) == plan_text(needed),
                          "path": path, "stop": stop, "generated": generated, "predicted": answer,
                          "correct": answer == problem["answer"], "output_tokens": tokens, "seconds": seconds})
         progress(i + 1)

@@ -5,8 +5,9 @@
     clauses   every clause of the problem, the best one: max_c cos(c, node) (the clause that asks for the step).
 
 RoT scores a step against a query. A sentence encoder's cosine between a whole multi-step problem and one step is
-diluted by the other steps (MiniLM: ~0.45 for a needed step, ~0.25 for another), so the code's thresholds, calibrated
-on its encoder and texts, fall in no gap; clause by clause a needed step is one clause's topic (~0.8 against ~0.3)."""
+diluted by the other steps (MiniLM, validation: 0.43 on average for a needed step, 0.20 for another, ranges
+overlapping), so the code's thresholds, calibrated on its encoder and texts, fall in no gap; clause by clause a needed
+step is one clause's topic (0.79 against 0.26, a gap between 0.47 and 0.56)."""
 
 from __future__ import annotations
 
