@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Annotated
 
@@ -83,7 +83,7 @@ def train(params: TrainParams, problems: pl.DataFrame) -> dict[str, object]:
     """A byte-level BPE tokenizer and a tiny Llama trained from scratch on the store and training problems, each with
     and without its template in the prefix; its accuracy without template on the validation split is checked."""
     from paperdag.lm import build_or_load, checkpoint_writer, fit_pools, lm_stats
-    from paperdag.methods.rot.protocol import accuracy_without_template, training_pools
+    from paperdag.methods.rot.training import accuracy_without_template, training_pools
     from paperdag.methods.rot.task import prompt, target
     from paperdag.methods.rot.world import problem_of
 
@@ -106,6 +106,8 @@ def train(params: TrainParams, problems: pl.DataFrame) -> dict[str, object]:
 @dataclass(frozen=True)
 class InferParams(RoTConfig):
     encoder: str = ""
+    alpha_grid: list[Unit] = dc_field(default_factory=list)  # start weights tried on the validation split ([]: alpha as given)
+    theta_grid: list[Unit] = dc_field(default_factory=list)  # stop thresholds tried on the validation split ([]: theta as given)
     max_new_tokens: PositiveInt = 200
     threads: PositiveInt = 1
     item: Item | None = None  # the matrix element: item.replicate
@@ -113,34 +115,42 @@ class InferParams(RoTConfig):
 
 def infer(params: InferParams, model: Path, problems: pl.DataFrame, nodes: pl.DataFrame, edges: pl.DataFrame,
           node_embeddings: np.ndarray, store_keys: dict[str, np.ndarray]) -> dict[str, object]:
-    """The static baseline's key tuned on the validation split; then per test problem the three arms, interleaved,
-    each timed from query encoding to the last generated token."""
+    """The static baseline's key and RoT's alpha and theta tuned on the validation split; then per test problem the
+    three arms, interleaved, each timed from query encoding to the last generated token."""
     import torch
 
     from paperdag.lm import load_causal_lm
-    from paperdag.methods.rot.protocol import run_arms, tune_static
+    from paperdag.methods.rot.protocol import StaticIndex, run_arms, tune_rot, tune_static
+    from paperdag.methods.rot.query import VIEWS, encode_queries
     from paperdag.retrieval import encode, load_encoder
 
     torch.set_num_threads(params.threads)
     check_splits(problems, "infer")
     lm, tokenizer = load_causal_lm(model)
     encoder = load_encoder(params.encoder)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return encode(encoder, texts, progress=False)  # (k, d)
+
     store = problems.filter(pl.col("split") == "store").sort("id")
-    templates = [list(t) for t in store["template"]]
-    val = problems.filter(pl.col("split") == "val")
-    key, rates = tune_static(encode(encoder, val["text"].to_list()), [list(t) for t in val["template"]], store_keys, templates)
-    graph = graph_from_rows(nodes.sort("node").to_dicts(), edges.to_dicts())
+    nodes = nodes.sort("node")
+    static = StaticIndex([list(t) for t in store["template"]], store_keys, node_embeddings, nodes["template"].to_numpy())
+    graph = graph_from_rows(nodes.to_dicts(), edges.to_dicts())
+    val = problems.filter(pl.col("split") == "val").sort("id")
+    val_queries, val_templates = encode_queries(embed, val["text"].to_list(), VIEWS), [list(t) for t in val["template"]]
+    key, rates = tune_static(val_queries, val_templates, static)
+    config, tuning = tune_rot(val_queries, val_templates, graph, node_embeddings, params, params.alpha_grid, params.theta_grid)
     tests = problems.filter(pl.col("split") == "test").sort("id").to_dicts()
-    encode(encoder, [tests[0]["text"]], progress=False)  # warm-up: the first call pays one-off costs
+    embed([tests[0]["text"]])  # warm-up: the first call pays one-off costs
     start = time.perf_counter()
 
     def progress(done: int) -> None:
         if done % 25 == 0 or done == len(tests):
             print(f"rot infer {params.item}: {done}/{len(tests)} problems, {time.perf_counter() - start:.0f} s", flush=True)
 
-    rows = run_arms(lm, tokenizer, lambda text: encode(encoder, [text], progress=False)[0], tests, graph, node_embeddings,
-                    store_keys[key], templates, params, params.max_new_tokens, progress)
-    stats = {"replicate": params.item.replicate, "static_key": key, "static_val_hit_rate": rates, "seconds": time.perf_counter() - start}
+    rows = run_arms(lm, tokenizer, embed, tests, graph, node_embeddings, static, key, config, params.max_new_tokens, progress)
+    stats = {"replicate": params.item.replicate, "static_key": key, "static_val_hit_rate": rates, "rot_tuning": tuning,
+             "seconds": time.perf_counter() - start}
     return {"predictions": pl.DataFrame(rows), "infer_stats": stats}
 
 
@@ -156,6 +166,7 @@ def evaluate(params: EvaluateParams, predictions: dict[Item, pl.DataFrame], infe
     scores = {str(i): replicate_scores(p) for i, p in predictions.items()}
     metrics = {"headline": headline(list(scores.values())), "per_replicate": scores,
                "static_key": {str(i): s["static_key"] for i, s in infer_stats.items()},
+               "rot_tuning": {str(i): s["rot_tuning"] for i, s in infer_stats.items()},
                "val_accuracy_no_template": {str(i): s["val_accuracy_no_template"] for i, s in train_stats.items()}}
     first = next(iter(predictions.values())).filter(pl.col("arm") == "rot").sort(pl.col("path").list.len() == 0, "problem")
     pick = first.filter((pl.col("kind") == "new") & pl.col("template_exact") & (pl.col("path").list.len() > 1))

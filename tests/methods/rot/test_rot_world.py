@@ -8,8 +8,8 @@ import random
 import polars as pl
 import pytest
 
-from paperdag.methods.rot.metrics import headline, replicate_scores
-from paperdag.methods.rot.task import parse_answer, prompt, target
+from paperdag.methods.rot.metrics import headline, replicate_scores, work_of, written_plan
+from paperdag.methods.rot.task import parse_answer, plan_text, prompt, target
 from paperdag.methods.rot.world import (CHAINS, Problem, check_splits, make_splits, problems_table, store_windows, windows)
 
 COUNTS = {"store": 2, "train": 3, "val": 1, "test": 2}
@@ -21,13 +21,16 @@ def table() -> pl.DataFrame:
 
 
 def test_a_problem_computes_its_steps_in_order() -> None:
-    """start 6: harvest + 3 = 9, fox - 2 = 7, gift * 2 = 14; digits spaced; the answer parsed back."""
+    """start 6: harvest + 3 = 9, fox - 2 = 7, gift * 2 = 14; digits spaced; the answer, the written plan and the
+    work parsed back."""
     p = Problem("word", ("harvest", "fox", "gift"), 6, (3, 2, 2))
     assert p.values() == [6, 9, 7, 14] and p.answer == 14
     assert p.computation == "6 + 3 = 9 ; 9 - 2 = 7 ; 7 * 2 = 1 4 ; answer 1 4"
     assert parse_answer(target(p, True)) == 14 and parse_answer(target(p, False)) == 14
     assert parse_answer(" 6 + 3 = 9 ; answer") is None
     assert prompt(p.text, p.template).endswith("\nWork:") and prompt(p.text, None).endswith("\nPlan:")
+    assert written_plan(target(p, False)) == plan_text(p.template) and written_plan(target(p, True)) is None
+    assert work_of(target(p, False)) == work_of(target(p, True)) == p.computation
 
 
 def test_splits_have_the_requested_counts_and_kinds(table: pl.DataFrame) -> None:
@@ -62,14 +65,22 @@ def test_a_count_that_cannot_be_met_raises() -> None:
 
 
 def rows(arm: str, correct: list[bool], tokens: list[int], seconds: float) -> list[dict]:
+    """Rows of one arm; its generations: a plan then "Work: 1 + 1 = 2" (none), the work alone (rot), or other work
+    when the answer is wrong."""
+    def generated(c: bool) -> str:
+        work = "1 + 1 = 2 ; answer 2" if c else "1 + 2 = 3 ; answer 3"
+        return f"A: a.\nWork: {work}" if arm == "none" else work
+
     return [{"problem": i, "kind": "new", "arm": arm, "correct": c, "output_tokens": t, "seconds": seconds,
-             "template_exact": None if arm == "none" else c, "stop": "threshold" if arm == "rot" else ""}
+             "template_exact": None if arm == "none" else c, "start_right": None if arm == "none" else c,
+             "plan_right": c, "generated": generated(c), "stop": "threshold" if arm == "rot" else ""}
             for i, (c, t) in enumerate(zip(correct, tokens, strict=True))]
 
 
 def test_headline_arithmetic_by_hand() -> None:
     """none 2/2 right at 40 tokens, static 1/2 at 20, rot 2/2 at 30 tokens and half none's latency: accuracy 100 / 50
-    / 100, token reduction 100 (1 - 30/40) = 25 %, latency ratio 0.5; the same numbers in each of two replicates."""
+    / 100, token reduction 100 (1 - 30/40) = 25 %, latency ratio 0.5; the same numbers in each of two replicates;
+    none's plans right and rot's work none's on both problems."""
     frame = pl.DataFrame(rows("none", [True, True], [40, 40], 0.2) + rows("static", [True, False], [20, 20], 0.1)
                          + rows("rot", [True, True], [30, 30], 0.1))
     s = replicate_scores(frame)
@@ -78,3 +89,4 @@ def test_headline_arithmetic_by_hand() -> None:
     assert h["token_reduction_rot_vs_none_pct"]["mean"] == pytest.approx(25.0)
     assert h["latency_ratio_rot_over_none"]["mean"] == pytest.approx(0.5)
     assert h["acc_rot_minus_static"]["mean"] == pytest.approx(50.0) and h["acc_rot_minus_none"]["mean"] == 0.0
+    assert s["plan_right_none"] == 100.0 and s["rot_work_as_none"] == 100.0

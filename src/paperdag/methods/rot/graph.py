@@ -9,11 +9,15 @@ Traversal from the current node c over its unvisited successors v:
   r(v) = w_sim * cos(q, e_v) + w_seq * 1[v is c's sequential child]       (w_sim = 0.3, w_seq = 0.7, official code)
   stop when max r(v) < theta and that node's cos(q, e_v) < theta (theta = 0.8), at L_max = 8 steps, or when no
   unvisited successor is left.
+sim(q, v) is the cosine of the query with node v's step text; which view of the query (the whole problem, as the
+official code, its opening clause, or the best of its clauses) each rule uses is config.start_query / step_query
+(query.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -28,6 +32,8 @@ class RoTConfig:
     w_seq: float = 0.7  # traversal reward: weight of "is the sequential child"
     theta: float = 0.8  # stop threshold on the best candidate's similarity and reward
     max_steps: int = 8  # L_max: the longest template
+    start_query: Literal["problem", "opening", "clauses"] = "problem"  # the query the start rule's sim compares with
+    step_query: Literal["problem", "opening", "clauses"] = "problem"  # the query the traversal's sim compares with
 
 
 @dataclass
@@ -80,9 +86,10 @@ class Path:
     stop: str  # "threshold" | "max_steps" | "no_successor"
 
 
-def traverse(sim: np.ndarray, graph: ThoughtGraph, config: RoTConfig = RoTConfig()) -> Path:
-    """The dynamic template's node path for a query whose cosine similarity to every node is `sim` (n,)."""
-    path = [start_node(sim, graph, config)]
+def traverse(sim: np.ndarray, graph: ThoughtGraph, config: RoTConfig = RoTConfig(), start_sim: np.ndarray | None = None) -> Path:
+    """The dynamic template's node path for a query whose cosine similarity to every node is `sim` (n,) in the
+    traversal's reward and stop rule and `start_sim` (n,; default `sim`) in the start rule."""
+    path = [start_node(sim if start_sim is None else start_sim, graph, config)]
     while len(path) < config.max_steps:
         current = path[-1]
         candidates = [v for v in graph.edges[current] if v not in path]

@@ -1,17 +1,48 @@
 """Per-replicate scores of the three arms and the headline over replicates (paired: the same test problems and the
-same trained model in every arm of a replicate)."""
+same trained model in every arm of a replicate); how well a retrieval assembles the needed steps."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import polars as pl
 
-from paperdag.methods.rot.protocol import ARMS
 from paperdag.stats import interval, paired
+
+
+def written_plan(generated: str) -> str | None:
+    """The plan a generation without template wrote (task.py's format: its text before "Work:", stripped), None when
+    it wrote no "Work:"."""
+    plan, sep, _ = generated.partition("Work:")
+    return plan.strip() if sep else None
+
+
+def work_of(generated: str) -> str:
+    """The work a generation wrote (stripped): after its "Work:" when it wrote a plan first, else all of it."""
+    _, sep, work = generated.partition("Work:")
+    return (work if sep else generated).strip()
+
+
+def retrieval_scores(assembled: list[list[str]], stops: list[str], needed: list[list[str]]) -> dict[str, object]:
+    """% of templates exactly the needed steps; % whose first step is the needed first step (start rule right); of
+    the rest of those, % a proper prefix of the needed steps (stopped short) and % running past them (stopped late);
+    how the traversals stopped (counts)."""
+    n = len(needed)
+    start = [a[:1] == t[:1] for a, t in zip(assembled, needed, strict=True)]
+    short = [len(a) < len(t) and t[: len(a)] == a for a, t in zip(assembled, needed, strict=True)]
+    late = [len(a) > len(t) and a[: len(t)] == t for a, t in zip(assembled, needed, strict=True)]
+    return {"template_exact": 100.0 * sum(a == t for a, t in zip(assembled, needed, strict=True)) / n,
+            "start_accuracy": 100.0 * sum(start) / n, "stopped_short": 100.0 * sum(short) / n, "stopped_late": 100.0 * sum(late) / n,
+            "stops": dict(sorted(Counter(stops).items())), "problems": n}
 
 
 def replicate_scores(predictions: pl.DataFrame) -> dict[str, object]:
     """Accuracy (%), mean output tokens and latency (ms) per arm, overall and per test kind (seen / new window);
-    the template hit rate (%) of the two template arms; how RoT's traversals stopped."""
+    the template hit rate (%) and start accuracy (%) of the two template arms; % of problems on which the model's own
+    plan (no template) is the needed steps, and on which RoT's work is no template's token for token; how RoT's
+    traversals stopped."""
+    from paperdag.methods.rot.protocol import ARMS  # (protocol imports this module)
+
     out: dict[str, object] = {}
     for arm in ARMS:
         rows = predictions.filter(pl.col("arm") == arm)
@@ -24,7 +55,14 @@ def replicate_scores(predictions: pl.DataFrame) -> dict[str, object]:
         if arm != "none":
             hit = rows["template_exact"].cast(pl.Float64).mean()  # None when the rows used no template
             out[f"template_exact_{arm}"] = None if hit is None else 100.0 * hit
+            start = rows["start_right"].cast(pl.Float64).mean()
+            out[f"start_accuracy_{arm}"] = None if start is None else 100.0 * start
+    own = predictions.filter(pl.col("arm") == "none").sort("problem")
+    out["plan_right_none"] = 100.0 * own["plan_right"].cast(pl.Float64).mean()  # the model's own plan: the needed steps
     rot = predictions.filter(pl.col("arm") == "rot")
+    same = own.join(rot, on="problem", suffix="_rot")
+    same_work = [work_of(a) == work_of(b) for a, b in zip(same["generated"], same["generated_rot"], strict=True)]
+    out["rot_work_as_none"] = 100.0 * sum(same_work) / same.height  # % of problems: RoT's work is no template's
     out["rot_stops"] = {s: int(n) for s, n in rot.group_by("stop").len().sort("stop").iter_rows()}
     out["problems"] = rot.height
     return out
