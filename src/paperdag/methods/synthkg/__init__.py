@@ -6,6 +6,8 @@ teacher: the multi-step pipeline (chunk, decontextualise under a ROUGE-1 filter,
 extractor on raw chunks is the single-step baseline. distill: the one-pass linearised KG of the tiny LM. graph: the
 proposition-entity graph, SynthKG's retrieval (top-M, N-hop filter, top-K chunks) and the HippoRAG-like PPR baseline.
 metrics: coverage at theta, Hits@k, the deterministic multi-hop reader, the headline. figures: the two plots.
+protocol: the experiment over tables (worlds per replicate, the teacher over pages, each method's tuned rankings,
+the per-replicate scores) that the stages call.
 """
 
 from __future__ import annotations
@@ -20,4 +22,6 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "graph": ["EntityGraph", "PropositionGraph", "graph_retrieve", "n_hop_filter", "ppr_retrieve", "question_entities", "rank_by"],
     "metrics": ["EXTRACTORS", "METHODS", "coverage", "headline", "hits_at_k", "parse_question", "read_answer", "semantic_scores"],
     "figures": ["coverage_figure", "hits_figure"],
+    "protocol": ["Vectors", "coverage_scores", "kg_by_page", "proposition_table", "rank_replicate", "replicate_scores", "score_replicates",
+                 "support_chunks", "synthesize_worlds", "teach", "teacher_triples", "texts_to_encode", "triple_texts"],
 })
