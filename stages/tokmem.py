@@ -80,7 +80,8 @@ def train_backbone(params: TrainBackboneParams, procedures: pl.DataFrame, exampl
     backbone = procedures.filter(pl.col("split") == "backbone")
     model, tokenizer = build_or_load(params, backbone_texts(backbone, examples),
                                      special_tokens=[PROC_TOKEN.format(i) for i in backbone["id"]])
-    train, test, expected = backbone_pools(tokenizer, backbone, examples, tuple(params.calls_distractors), random.Random(params.seed))
+    train, test, expected = backbone_pools(tokenizer, backbone, examples, tuple(params.calls_distractors), random.Random(params.seed),
+                                           set(procedures["name"]))
     report = fit_pools(model, train, params.mixture, params, tokenizer.pad_token_id, "tokmem backbone")
     stats: dict[str, object] = backbone_scores(model, tokenizer, backbone, test, expected, params.max_new_tokens, params.max_call_tokens)
     if stats["described_em"] < params.min_described_em:  # every comparison downstream rests on a backbone that reads
@@ -152,8 +153,9 @@ def baselines(params: BaselinesParams, model: Path, procedures: pl.DataFrame, ex
     start = time.perf_counter()
     backbone, tokenizer = load_causal_lm(model)
     frames, seconds, trainable, tuning = run_baselines(backbone, tokenizer, procedures, examples, load_encoder(params.encoder), params)
-    stats = {"replicate": params.item.replicate, "trainable": trainable, "seconds": seconds, "lora_tuning": tuning, "prompt_tokens": params.prompt_tokens, "encoder": params.encoder,
-             "budget": budget(params), "total_seconds": time.perf_counter() - start}
+    stats = {"replicate": params.item.replicate, "trainable": trainable, "seconds": seconds, "lora_tuning": tuning,
+             "prompt_tokens": params.prompt_tokens, "encoder": params.encoder, "budget": budget(params),
+             "total_seconds": time.perf_counter() - start}
     return {"baseline_predictions": pl.concat(frames, how="diagonal_relaxed"), "baseline_stats": stats}
 
 

@@ -18,11 +18,11 @@ pytestmark = smoke_group("tokmem")
 HEADLINE_KEYS = {"em_tokmem", "em_rag", "em_rag_named", "em_prompt_tuning", "em_lora_seq", "routing_acc_tokmem",
                  "retrieval_acc_paraphrased", "retrieval_acc_named", "backbone_routes_tokmem", "forgetting_tokmem",
                  "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem", "tool_f1_rag", "arg_f1_rag", "tool_f1_rag_named",
-                 "tool_f1_lora", "arg_f1_lora", "retrieval_recall_calls", "em_tokmem_minus_rag", "forgetting_lora_seq_minus_tokmem",
+                 "tool_f1_rag_bound", "tool_f1_lora", "arg_f1_lora", "retrieval_recall_calls", "em_tokmem_minus_rag", "forgetting_lora_seq_minus_tokmem",
                  "tool_f1_tokmem_minus_lora", "tool_f1_tokmem_minus_rag", "replicates"}
 CLAIMS = {"beats_rag_em", "routing_at_least_90", "forgets_at_most_5_points", "lora_forgets_clearly_more",
           "tool_selection_beats_finetuning"}
-CALL_METHODS = ("tokmem_calls", "rag_calls", "rag_named_calls", "lora_calls")
+CALL_METHODS = ("tokmem_calls", "rag_calls", "rag_named_calls", "rag_bound_calls", "lora_calls")
 METHODS = ("tokmem", "rag", "rag_named", "prompt_tuning", "lora_seq", "lora_replay")
 
 
@@ -82,6 +82,10 @@ def test_calls_baselines_run_on_tokmems_tools_and_test_calls_at_its_budget(repo:
         assert set(tuning["validation_tool_f1"]) == {f"{lr:g}" for lr in params["baselines"]["tool_lora_lrs"]}
         retrieved = calls.filter(pl.col("method") == "rag_calls")["retrieved"].to_list()
         assert all(len(x) == min(tuning["rag_top_k"], n_tools) for x in retrieved)
+        bound = calls.filter(pl.col("method") == "rag_bound_calls")  # a perfect reader of the largest k's retrieval
+        assert all(len(x) == min(max(params["baselines"]["rag_top_ks"]), n_tools) for x in bound["retrieved"].to_list())
+        gold = zip(bound["pred_tools"].to_list(), bound["tools"].to_list(), bound["retrieved"].to_list(), strict=True)
+        assert all(p == [t for t in g if t in r] for p, g, r in gold)
         assert stats["budget"] == json.loads((data / f"memory_stats/{r}.json").read_text())["budget"]
         assert stats["budget"]["tool_steps_per_round"] == params["train_memory"]["tool_steps_per_round"]
 

@@ -10,9 +10,9 @@
     baselines    RAG (MiniLM retrieves a description into the prompt), prompt tuning (a soft prompt per procedure,
                  routed by the same retrieval), sequential LoRA without and with replay; tested after every round
     calls        the calls track's baselines on the same tools, rounds, training calls and steps: RAG (the top-k tool
-    baselines    descriptions in the prompt, k chosen on validation) and sequential LoRA fine-tuning (the official
-                 code's fine-tuning baseline: calls written out with the tool's name, rate chosen on validation);
-                 tested once after the last round, as TokMem's calls track
+    baselines    descriptions in the prompt, k chosen on validation; and its perfect-reader bound) and sequential LoRA
+                 fine-tuning (the official code's fine-tuning baseline: calls written out with the tool's name, rate
+                 chosen on validation); tested once after the last round, as TokMem's calls track
 
 Prediction rows: (procedure, query, answer, method, round, n_procedures, prediction, routed); calls rows: (query,
 answer, tools, args, method, round, n_procedures, pred_tools, pred_args); metrics.py scores them.
@@ -125,18 +125,23 @@ def backbone_texts(procedures: pl.DataFrame, examples: pl.DataFrame) -> list[str
     atomic, calls = mine.filter(pl.col("track") == "atomic"), mine.filter(pl.col("track") == "calls")
     return ([described_prompt(q, desc[t[0]]) + response(a) for col in ("query", "query_named")
              for q, a, t in atomic.select(col, "answer", "tools").iter_rows()]
-            + [described_prompt(q, "\n".join(desc[i] for i in t)) + "".join(named_call_text(name_of[i], x) for i, x in zip(t, a, strict=True))
+            + [described_prompt(q, "\n".join(desc[i] for i in t))
+               + "".join(named_call_text(name_of[i], x) for i, x in zip(t, a, strict=True))
                for col in ("query", "query_named") for q, t, a in calls.select(col, "tools", "args").iter_rows()])
 
 
-def backbone_pools(tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, extra: tuple[int, int],
-                   rng: random.Random) -> tuple[dict[str, Pool], dict[str, Pool], dict[str, list]]:
+def backbone_pools(tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, extra: tuple[int, int], rng: random.Random,
+                   exclude: set[str]) -> tuple[dict[str, Pool], dict[str, Pool], dict[str, list]]:
     """The backbone's training pools (described, token, calls, described_calls), its held-out test pools (the same
-    formats) and what each test item expects (answers; tool ids for the calls formats). `procedures`: the backbone
-    procedures, each with its PROC_TOKEN in the tokenizer. The described formats are trained on both query regimes
-    (RAG reads either), the token formats on paraphrased queries; a reading-format calls prompt lists the gold
-    tools' descriptions and `extra` others (reading_lines). The last tenth of the backbone's calls (at most 100)
-    are held out."""
+    formats) and what each test item expects (answers; tool ids for the token-format calls, tool names for the
+    reading format). `procedures`: the backbone procedures, each with its PROC_TOKEN in the tokenizer. The described
+    formats are trained on both query regimes (RAG reads either), the token formats on paraphrased queries. A
+    reading-format calls prompt lists the gold tools' descriptions and `extra` others (reading_lines), every tool
+    under a fresh invented name (none in `exclude`, the world's names) drawn per example, in its description, the
+    named query and the target: the name can only be read from the prompt, never recalled, so the backbone learns to
+    read it, as RAG needs on tools it never saw. The last tenth of the backbone's calls (at most 100) are held out."""
+    from paperdag.lm import invented_names
+
     desc = dict(zip(procedures["id"], procedures["description"], strict=True))
     name_of = dict(zip(procedures["id"], procedures["name"], strict=True))
     token_of = {i: tokenizer.convert_tokens_to_ids(PROC_TOKEN.format(i)) for i in procedures["id"]}
@@ -147,6 +152,7 @@ def backbone_pools(tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, 
     every_call = mine.filter(pl.col("track") == "calls")
     held = min(100, every_call.height // 10)
     calls = {"train": every_call.head(every_call.height - held), "test": every_call.tail(held)}
+    fresh_names = invented_names(max(2000, 4 * len(others)), rng, exclude=exclude)
 
     def described(rows: pl.DataFrame, columns: tuple[str, ...] = ("query",)) -> Pool:
         return [(ids(tokenizer, described_prompt(q, desc[p])), ids(tokenizer, response(a)) + eos)
@@ -160,27 +166,36 @@ def backbone_pools(tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, 
         return [(ids(tokenizer, query_prompt(q)), calls_target(tokenizer, token_of, t, a))
                 for q, t, a in rows.select("query", "tools", "args").iter_rows()]
 
-    def described_calls(rows: pl.DataFrame, columns: tuple[str, ...] = ("query",)) -> Pool:
-        return [(ids(tokenizer, described_prompt(q, "\n".join(desc[i] for i in reading_lines(t, others, extra, rng)))),
-                 named_calls_target(tokenizer, name_of, t, a))
-                for col in columns for q, t, a in rows.select(col, "tools", "args").iter_rows()]
+    def described_calls(rows: pl.DataFrame, columns: tuple[str, ...] = ("query",)) -> tuple[Pool, list[list[str]]]:
+        pool, gold = [], []
+        for col in columns:
+            for q, t, a in rows.select(col, "tools", "args").iter_rows():
+                lines = reading_lines(t, others, extra, rng)
+                fresh = dict(zip(lines, rng.sample(fresh_names, len(lines)), strict=True))
+                for i in t:  # the named regime names the tools: by their fresh names
+                    q = re.sub(rf"\b{name_of[i]}\b", fresh[i], q)
+                lines_text = "\n".join(fresh[i] + desc[i][len(name_of[i]):] for i in lines)
+                pool.append((ids(tokenizer, described_prompt(q, lines_text)), named_calls_target(tokenizer, fresh, t, a)))
+                gold.append([fresh[i] for i in t])
+        return pool, gold
 
+    reading_train, _ = described_calls(calls["train"], ("query", "query_named"))
+    reading_test, reading_gold = described_calls(calls["test"])
     train = {"described": described(atomic["train"], ("query", "query_named")), "token": token(atomic["train"]),
-             "calls": token_calls(calls["train"]), "described_calls": described_calls(calls["train"], ("query", "query_named"))}
+             "calls": token_calls(calls["train"]), "described_calls": reading_train}
     test = {"described": described(atomic["test"]), "token": token(atomic["test"]), "calls": token_calls(calls["test"]),
-            "described_calls": described_calls(calls["test"])}
-    answers, tools = atomic["test"]["answer"].to_list(), calls["test"]["tools"].to_list()
-    return train, test, {"described": answers, "token": answers, "calls": tools, "described_calls": tools}
+            "described_calls": reading_test}
+    answers = atomic["test"]["answer"].to_list()
+    return train, test, {"described": answers, "token": answers, "calls": calls["test"]["tools"].to_list(), "described_calls": reading_gold}
 
 
 def backbone_scores(model, tokenizer, procedures: pl.DataFrame, test: dict[str, Pool], expected: dict[str, list],
                     max_new_tokens: int, max_call_tokens: int) -> dict[str, float]:
     """Exact match reading a description and exact match after the model routes itself (its emitted procedure
     token, then the response), with that routing's accuracy; tool-selection F1 (percent) of the held-out calls
-    after its own procedure tokens and reading the tools' descriptions (named calls)."""
+    after its own procedure tokens, and reading the tools' descriptions under fresh names (the names it wrote)."""
     stats: dict[str, float] = {}
     proc_of = {tokenizer.convert_tokens_to_ids(PROC_TOKEN.format(i)): i for i in procedures["id"]}
-    id_of = dict(zip(procedures["name"], procedures["id"], strict=True))
     for name, pool in test.items():
         if not pool:
             stats[f"{name}_tool_f1" if "calls" in name else f"{name}_em"] = 0.0
@@ -191,7 +206,8 @@ def backbone_scores(model, tokenizer, procedures: pl.DataFrame, test: dict[str, 
             stats["calls_tool_f1"] = 100 * multiset_f1([[proc_of[t] for t in o if t in proc_of] for o in outs], expected[name])
             continue
         if name == "described_calls":
-            stats["described_calls_tool_f1"] = 100 * multiset_f1([named_tools(text(tokenizer, o), id_of)[0] for o in outs], expected[name])
+            stats["described_calls_tool_f1"] = 100 * multiset_f1([[n for n, _ in parse_named_calls(text(tokenizer, o))] for o in outs],
+                                                                   expected[name])
             continue
         if name == "token":  # the model routes itself: emitted procedure token, then the response
             stats["token_routing_acc"] = sum(o[:1] == t[:1] for o, (_, t) in zip(outs, pool, strict=True)) / len(pool)
@@ -457,6 +473,20 @@ def atomic_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFram
 # ---------------------------------------------------------------- calls-track baselines
 
 
+def rag_bound(tests: pl.DataFrame, hits, tids: list[int], n_rounds: int) -> pl.DataFrame:
+    """RAG with a perfect reader (rag_bound_calls): of the retrieved tools (`hits`, rows of positions in `tids`) it
+    calls exactly the gold ones, with their gold arguments, and nothing else: precision 1, recall the retriever's;
+    no reader of the same retrieved descriptions scores higher. An upper bound, not a method."""
+    pred_tools, pred_args = [], []
+    for tools, args, row in zip(tests["tools"], tests["args"], hits.tolist(), strict=True):
+        found = {tids[h] for h in row if h >= 0}
+        pred_tools.append([t for t in tools if t in found])
+        pred_args.append([a for t, a in zip(tools, args, strict=True) if t in found])
+    retrieved = [[tids[h] for h in row if h >= 0] for row in hits.tolist()]
+    return calls_rows("rag_bound_calls", n_rounds, len(tids), tests, pred_tools, pred_args,
+                      retrieved=pl.Series("retrieved", retrieved, dtype=pl.List(pl.Int64)))
+
+
 def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, encoder,
                     s: BaselineSettings) -> tuple[list[pl.DataFrame], dict[str, float], dict[str, int], dict[str, object]]:
     """The calls track's baselines, on TokMem's calls-track tools, rounds and training calls (round_calls), with its
@@ -465,6 +495,8 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
     rag_calls        the top-k tool descriptions MiniLM ranks for the query in the prompt (the backbone's reading
                      format), the backbone writes the calls naming the tools; nothing trained
     rag_named_calls  the same on the named queries (each step names its tool): the retrieval ceiling
+    rag_bound_calls  the largest k's retrieval read by a perfect reader (rag_bound): what no RAG with this
+                     retriever exceeds, whatever reads its descriptions
     lora_calls       fine-tuning: one LoRA (s.lora_targets) trained round after round to write the calls naming the
                      tools (query -> named calls), as the official code's sequential fine-tuning baseline
 
@@ -495,8 +527,6 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
 
     def rag(rows: pl.DataFrame, column: str, k: int, subset: list[int]) -> tuple[list[list[int]], list[list[int]]]:
         """Greedy generations reading the top-k descriptions (retrieval order) and the retrieved tools."""
-        from paperdag.retrieval import encode
-
         _, hits = index.search(encode(encoder, rows[column].to_list(), progress=False), min(k, len(subset)), subset=subset)
         retrieved = [[tids[h] for h in row if h >= 0] for row in hits.tolist()]
         prompts = [ids(tokenizer, described_prompt(q, "\n".join(desc[t] for t in r))) for q, r in zip(rows[column], retrieved, strict=True)]
@@ -510,6 +540,8 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
         return calls_rows(method, len(added), len(every), tests, [p[0] for p in parsed], [p[1] for p in parsed],
                           prediction=pl.Series("prediction", texts, dtype=pl.String), **extra)
 
+    from paperdag.retrieval import encode
+
     start = time.perf_counter()
     round1 = [tids.index(t) for t in added[0]]
     rag_f1 = {str(k): tool_f1(val, rag(val, "query", k, round1)[0]) for k in s.rag_top_ks}
@@ -518,11 +550,14 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
     for method, column in (("rag_calls", "query"), ("rag_named_calls", "query_named")):
         outs, retrieved = rag(tests, column, k, every)
         frames.append(predicted(method, outs, retrieved=pl.Series("retrieved", retrieved, dtype=pl.List(pl.Int64))))
+    frames.append(rag_bound(tests, index.search(encode(encoder, tests["query"].to_list(), progress=False),
+                                                min(max(s.rag_top_ks), len(every)), subset=every)[1], tids, len(added)))
     seconds["rag_calls"] = time.perf_counter() - start
 
     start = time.perf_counter()
     prompts = [ids(tokenizer, query_prompt(q)) for q in val["query"]]
-    pool = [(ids(tokenizer, query_prompt(q)), named_calls_target(tokenizer, name_of, t, a)) for q, t, a in fit.select("query", "tools", "args").iter_rows()]
+    pool = [(ids(tokenizer, query_prompt(q)), named_calls_target(tokenizer, name_of, t, a))
+            for q, t, a in fit.select("query", "tools", "args").iter_rows()]
     tuning["lr"], tuning["validation_tool_f1"] = tune_lora_lr(backbone, tokenizer, pool, prompts, lambda outs: tool_f1(val, outs),
                                                               s.tool_lora_lrs, s.tool_steps_per_round, s.max_call_tokens, s, "calls")
     seen: list[int] = []
@@ -543,7 +578,7 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
                                         test, "lora_calls", s)
     frames += made
     seconds["lora_calls"] = time.perf_counter() - start
-    return frames, seconds, {"rag_calls": 0, "rag_named_calls": 0, "lora_calls": lora_params}, tuning
+    return frames, seconds, {"rag_calls": 0, "rag_named_calls": 0, "rag_bound_calls": 0, "lora_calls": lora_params}, tuning
 
 
 def run_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.DataFrame, encoder,
