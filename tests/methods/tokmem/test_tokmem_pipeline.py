@@ -61,8 +61,8 @@ def test_metrics_carry_the_issue_headline_and_one_row_per_method_and_round(repo:
 
 def test_calls_baselines_run_on_tokmems_tools_and_test_calls_at_its_budget(repo: Path) -> None:
     """The calls track's RAG and fine-tuning answer exactly TokMem's test calls (same queries, same gold chains),
-    after the same rounds over the same tools; their settings were chosen among the declared candidates on round-1
-    validation calls (never a test call); RAG read k retrieved descriptions; the steps and batch size match."""
+    after the same rounds over the same tools; their settings were chosen among the declared candidates on held-out
+    training calls (never a test call); RAG read k retrieved descriptions; the steps and batch size match."""
     params = yaml.safe_load((repo / "params.yaml").read_text())["tokmem"]
     data = repo / "data/tokmem"
     procedures = pl.read_parquet(data / "procedures.parquet")

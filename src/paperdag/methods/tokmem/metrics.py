@@ -90,8 +90,8 @@ def calls_table(calls: pl.DataFrame) -> list[dict]:
         pred_tools, pred_args = group["pred_tools"].to_list(), group["pred_args"].to_list()
         row = {"method": method, "calls": group.height, "tool_f1": 100 * multiset_f1(pred_tools, tools),
                "arg_f1": 100 * multiset_f1(pred_args, args),
-               "chain_em": 100 * sum(list(zip(pt, pa, strict=True)) == list(zip(t, a, strict=True))
-                                     for pt, pa, t, a in zip(pred_tools, pred_args, tools, args, strict=True)) / group.height}
+               "chain_em": 100 * sum(pt == t and pa == a for pt, pa, t, a in zip(pred_tools, pred_args, tools, args, strict=True))
+               / group.height}
         if "retrieved" in group.columns and group["retrieved"].null_count() < group.height:
             found = sum(len(set(t) & set(r)) for t, r in zip(tools, group["retrieved"].to_list(), strict=True))
             row["retrieval_recall"] = 100 * found / sum(map(len, tools))

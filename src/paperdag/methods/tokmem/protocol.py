@@ -25,6 +25,7 @@ import random
 import re
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import polars as pl
 import torch
@@ -39,6 +40,7 @@ from paperdag.methods.tokmem.settings import BaselineSettings, MemorySettings
 
 PROC_TOKEN = "<proc_{}>"  # the backbone's own procedure tokens (pretraining only)
 Pool = list[tuple[list[int], list[int]]]  # (prompt ids, target ids) examples
+T = TypeVar("T")
 
 
 def ids(tokenizer, text: str) -> list[int]:
@@ -398,36 +400,38 @@ def lora_pool(tokenizer, atomic: pl.DataFrame, procs: list[int], split: str = "t
             for q, a in rows.select("query", "answer").iter_rows()]
 
 
-def tune_lora_lr(backbone, tokenizer, fit: Pool, prompts: list[list[int]], score: Callable[[list[list[int]]], float],
-                 lrs: list[float], steps: int, max_new_tokens: int, s: BaselineSettings, what: str) -> tuple[float, dict[str, float]]:
-    """LoRA's learning rate at its best: per candidate in `lrs` a fresh LoRA (s.lora_targets) trained `steps` steps on
-    `fit`, its greedy generations of the validation `prompts` scored by `score` (validation items are held-out
-    training items, never test ones). The best rate (ties: the first) and every candidate's score."""
+def tune_lora_lr(backbone, tokenizer, round_pools: list[tuple[dict[str, Pool], dict[str, float]]], prompts: list[list[int]],
+                 score: Callable[[list[list[int]]], float], lrs: list[float], steps: int, seed: int, max_new_tokens: int,
+                 s: BaselineSettings, what: str) -> tuple[float, dict[str, float]]:
+    """LoRA's learning rate at its best: per candidate in `lrs` a fresh LoRA run through the rounds it will run
+    (sequential_lora on `round_pools`, `steps` per round, seed + round), its greedy generations of the validation
+    `prompts` after the last round scored by `score` (validation items are held-out training items, never test
+    ones). The best rate (ties: the first) and every candidate's score."""
     scores: dict[str, float] = {}
     for lr in lrs:
-        lm = copy.deepcopy(backbone)
-        add_qv_lora(lm, s.lora_r, s.lora_alpha, tuple(s.lora_targets))
-        fit_causal_lm(lm, {"current": fit}, {"current": 1.0}, TrainConfig(steps, lr, 0, 0.0, seed=s.seed), s.batch_size,
-                      tokenizer.pad_token_id, description=f"tokmem {what} LoRA lr {lr:g} (validation)")
-        scores[f"{lr:g}"] = score(greedy(lm, tokenizer, prompts, max_new_tokens, s.eval_batch_size))
+        def last(rnd: int, lm) -> float | None:
+            return score(greedy(lm, tokenizer, prompts, max_new_tokens, s.eval_batch_size)) if rnd == len(round_pools) else None
+
+        (scores[f"{lr:g}"],), _ = sequential_lora(backbone, tokenizer, round_pools, lr, steps, seed, last,
+                                                  f"{what} LoRA lr {lr:g} (validation)", s)
     return max(lrs, key=lambda lr: scores[f"{lr:g}"]), scores
 
 
 def sequential_lora(backbone, tokenizer, round_pools: list[tuple[dict[str, Pool], dict[str, float]]], lr: float, steps: int,
-                    seed: int, after_round: Callable[[int, object], pl.DataFrame | None], method: str,
-                    s: BaselineSettings) -> tuple[list[pl.DataFrame], int]:
+                    seed: int, after_round: Callable[[int, object], T | None], method: str, s: BaselineSettings) -> tuple[list[T], int]:
     """One LoRA (on s.lora_targets, at learning rate `lr`) on a copy of the backbone, trained round after round
     (`steps` steps, seed + round) on that round's pools drawn by their mixture; after each round `after_round(round,
-    model)` tests it (None: no test that round). No routing: the LoRA answers every query itself."""
+    model)` tests it (None: no test that round). No routing: the LoRA answers every query itself. The tests' results
+    and the LoRA's trainable count."""
     lm = copy.deepcopy(backbone)
     trainable = add_qv_lora(lm, s.lora_r, s.lora_alpha, tuple(s.lora_targets))
-    frames = []
+    results = []
     for rnd, (pools, mixture) in enumerate(round_pools, start=1):
         fit_causal_lm(lm, pools, mixture, TrainConfig(steps, lr, 0, 0.0, seed=seed + rnd), s.batch_size,
                       tokenizer.pad_token_id, description=f"tokmem {method} round {rnd}/{len(round_pools)}")
-        if (frame := after_round(rnd, lm)) is not None:
-            frames.append(frame)
-    return frames, trainable
+        if (result := after_round(rnd, lm)) is not None:
+            results.append(result)
+    return results, trainable
 
 
 def atomic_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFrame, tests_all: pl.DataFrame,
@@ -447,10 +451,11 @@ def atomic_lora(backbone, tokenizer, added: list[list[int]], atomic: pl.DataFram
         return 100 * sum(exact_match(text(tokenizer, o), a) for o, a in zip(outs, val_rows["answer"], strict=True)) / len(outs)
 
     def run(method: str, replay: float) -> tuple[list[pl.DataFrame], int]:
-        if "lr" not in tuning:
+        if "lr" not in tuning:  # round 1 alone, its one round seeded s.seed
             tuning["lr"], tuning["validation_em"] = tune_lora_lr(
-                backbone, tokenizer, lora_pool(tokenizer, fit_rows, added[0]), [ids(tokenizer, query_prompt(q)) for q in val_rows["query"]],
-                em, s.lora_lrs, s.steps_per_round, s.max_new_tokens, s, "atomic")
+                backbone, tokenizer, [({"current": lora_pool(tokenizer, fit_rows, added[0])}, {"current": 1.0})],
+                [ids(tokenizer, query_prompt(q)) for q in val_rows["query"]], em, s.lora_lrs, s.steps_per_round, s.seed - 1,
+                s.max_new_tokens, s, "atomic")
         round_pools, done = [], []
         for procs in added:
             pools, mixture = {"current": lora_pool(tokenizer, atomic, procs)}, {"current": 1.0}
@@ -500,10 +505,14 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
     lora_calls       fine-tuning: one LoRA (s.lora_targets) trained round after round to write the calls naming the
                      tools (query -> named calls), as the official code's sequential fine-tuning baseline
 
-    Settings at their best on a validation split of the first round's training calls (its first
-    s.tool_validation_calls; never a test call): RAG's k among s.rag_top_ks (retrieving among round 1's tools), the
-    LoRA rate among s.tool_lora_lrs (trained on the rest of round 1's calls), both by tool-selection F1.
-    Predictions, seconds, trainable counts, the choices with every candidate's validation F1."""
+    Settings at their best on a validation split of the training calls (the first s.tool_validation_calls, over
+    every round's tools; never a test call), each scored as the method is tested, after the last round, by
+    tool-selection F1: RAG's k among s.rag_top_ks (retrieving among every tool), the LoRA rate among
+    s.tool_lora_lrs (each candidate run through both rounds on the other training calls: a rate that fits round 1
+    can diverge in round 2). Predictions, seconds, trainable counts, the choices with every candidate's
+    validation F1."""
+    from paperdag.retrieval import encode
+
     added = rounds(procedures, "tool")
     calls = examples.filter((pl.col("track") == "calls") & (pl.col("set") == "tool"))
     if not added or calls.is_empty():
@@ -513,12 +522,22 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
     name_of, desc = dict(zip(tids, tools["name"], strict=True)), dict(zip(tids, descriptions, strict=True))
     id_of = {n: i for i, n in name_of.items()}
     train, tests = calls.filter(pl.col("split") == "train"), calls.filter(pl.col("split") == "test")
-    first = round_calls(train, added[0])
-    if first.height <= s.tool_validation_calls:
-        raise ValueError(f"tokmem baselines: round 1 of the calls track has {first.height} training calls, not more than "
-                         f"baselines.tool_validation_calls = {s.tool_validation_calls}; raise synthesize.tool_train_calls "
-                         "or lower baselines.tool_validation_calls")
-    val, fit = first.head(s.tool_validation_calls), first.slice(s.tool_validation_calls)
+    val, fit = train.head(s.tool_validation_calls), train.slice(s.tool_validation_calls)
+
+    def round_pools(rows: pl.DataFrame) -> list[tuple[dict[str, Pool], dict[str, float]]]:
+        """Per round, its training calls (round_calls) in the named format."""
+        out, seen = [], []
+        for procs in added:
+            seen = seen + procs
+            pool = [(ids(tokenizer, query_prompt(q)), named_calls_target(tokenizer, name_of, t, a))
+                    for q, t, a in round_calls(rows, seen).select("query", "tools", "args").iter_rows()]
+            if not pool:
+                raise ValueError(f"tokmem baselines: no training calls (less baselines.tool_validation_calls = "
+                                 f"{s.tool_validation_calls} held out) use only the tools of rounds 1..{len(out) + 1}; raise "
+                                 "synthesize.tool_train_calls or lower baselines.tool_validation_calls")
+            out.append(({"current": pool}, {"current": 1.0}))
+        return out
+
     index = description_index(encoder, descriptions)
     every = [tids.index(t) for procs in added for t in procs]
 
@@ -540,11 +559,8 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
         return calls_rows(method, len(added), len(every), tests, [p[0] for p in parsed], [p[1] for p in parsed],
                           prediction=pl.Series("prediction", texts, dtype=pl.String), **extra)
 
-    from paperdag.retrieval import encode
-
     start = time.perf_counter()
-    round1 = [tids.index(t) for t in added[0]]
-    rag_f1 = {str(k): tool_f1(val, rag(val, "query", k, round1)[0]) for k in s.rag_top_ks}
+    rag_f1 = {str(k): tool_f1(val, rag(val, "query", k, every)[0]) for k in s.rag_top_ks}
     k = max(s.rag_top_ks, key=lambda c: rag_f1[str(c)])
     tuning |= {"rag_top_k": k, "rag_validation_tool_f1": rag_f1}
     for method, column in (("rag_calls", "query"), ("rag_named_calls", "query_named")):
@@ -555,18 +571,9 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
     seconds["rag_calls"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    prompts = [ids(tokenizer, query_prompt(q)) for q in val["query"]]
-    pool = [(ids(tokenizer, query_prompt(q)), named_calls_target(tokenizer, name_of, t, a))
-            for q, t, a in fit.select("query", "tools", "args").iter_rows()]
-    tuning["lr"], tuning["validation_tool_f1"] = tune_lora_lr(backbone, tokenizer, pool, prompts, lambda outs: tool_f1(val, outs),
-                                                              s.tool_lora_lrs, s.tool_steps_per_round, s.max_call_tokens, s, "calls")
-    seen: list[int] = []
-    round_pools = []
-    for procs in added:
-        seen = seen + procs
-        rows = round_calls(train, seen)
-        round_pools.append(({"current": [(ids(tokenizer, query_prompt(q)), named_calls_target(tokenizer, name_of, t, a))
-                                          for q, t, a in rows.select("query", "tools", "args").iter_rows()]}, {"current": 1.0}))
+    tuning["lr"], tuning["validation_tool_f1"] = tune_lora_lr(
+        backbone, tokenizer, round_pools(fit), [ids(tokenizer, query_prompt(q)) for q in val["query"]], lambda outs: tool_f1(val, outs),
+        s.tool_lora_lrs, s.tool_steps_per_round, s.seed + 100, s.max_call_tokens, s, "calls")
 
     def test(rnd: int, lm) -> pl.DataFrame | None:
         if rnd < len(added):
@@ -574,8 +581,8 @@ def calls_baselines(backbone, tokenizer, procedures: pl.DataFrame, examples: pl.
         return predicted("lora_calls", greedy(lm, tokenizer, [ids(tokenizer, query_prompt(q)) for q in tests["query"]],
                                               s.max_call_tokens, s.eval_batch_size))
 
-    made, lora_params = sequential_lora(backbone, tokenizer, round_pools, float(tuning["lr"]), s.tool_steps_per_round, s.seed + 100,
-                                        test, "lora_calls", s)
+    made, lora_params = sequential_lora(backbone, tokenizer, round_pools(train), float(tuning["lr"]), s.tool_steps_per_round,
+                                        s.seed + 100, test, "lora_calls", s)
     frames += made
     seconds["lora_calls"] = time.perf_counter() - start
     return frames, seconds, {"rag_calls": 0, "rag_named_calls": 0, "rag_bound_calls": 0, "lora_calls": lora_params}, tuning

@@ -43,7 +43,7 @@ class BaselineSettings:
     tool_steps_per_round: PositiveInt  # calls track: steps per tool round (TokMem's: train_memory.tool_steps_per_round)
     tool_lora_lrs: Annotated[list[PositiveFloat], Field(min_length=1)]  # calls-track LoRA rates tried
     rag_top_ks: Annotated[list[PositiveInt], Field(min_length=1)]  # calls-track RAG: descriptions in the prompt, tried
-    tool_validation_calls: PositiveInt  # round-1 training calls held out to choose those two
+    tool_validation_calls: PositiveInt  # training calls held out to choose those two (scored after the last round)
     max_new_tokens: PositiveInt
     max_call_tokens: PositiveInt  # calls track: generation length cap (named calls)
     eval_batch_size: PositiveInt
