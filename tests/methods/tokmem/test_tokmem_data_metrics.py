@@ -11,11 +11,15 @@ from paperdag.methods.tokmem import (
     Procedure,
     atomic_examples,
     call_examples,
+    calls_table,
+    check_budget,
     exact_match,
     forgetting,
     lcs_length,
     make_procedures,
     multiset_f1,
+    named_call_text,
+    parse_named_calls,
     replicated_headline,
     rouge_l,
 )
@@ -61,7 +65,19 @@ def test_queries_imply_the_procedure_without_its_name() -> None:
         assert not {r["args"][0] for r in mine if r["split"] == "test"} & {r["args"][0] for r in mine if r["split"] == "train"}
     calls = call_examples(procs, 20, "test", (2, 3), random.Random(3))
     assert all(2 <= len(c["tools"]) == len(set(c["tools"])) <= 3 for c in calls)
-    assert all(all(procs[t].name in c["query"] for t in c["tools"]) for c in calls)
+    for c in calls:  # the calls track in the same two regimes: paraphrased steps name no tool, named steps do
+        assert not names & set(c["query"].lower().replace(":", " ").split())
+        assert all(any(w.format(a=procs[t].a, b=procs[t].b) in c["query"] for w in PARAPHRASES[procs[t].family]) for t in c["tools"])
+        assert all(procs[t].name in c["query_named"] and x in c["query"] for t, x in zip(c["tools"], c["args"], strict=True))
+
+
+def test_named_calls_round_trip() -> None:
+    """The baselines' text format of a call names its tool inside the JSON; parsing a generation recovers every
+    well-formed (tool, argument) in order and skips a broken one."""
+    written = named_call_text("Bralimo", "c d") + named_call_text("Zo", "a")
+    assert written == ' {"tool": "Bralimo", "arg": "c d"} {"tool": "Zo", "arg": "a"}'
+    assert parse_named_calls(written) == [("Bralimo", "c d"), ("Zo", "a")]
+    assert parse_named_calls('{"tool": "Zo", "arg": "a" {"tool": "Ka", "arg": "b"}') == [("Ka", "b")]
 
 
 def test_rouge_l_and_exact_match() -> None:
@@ -94,3 +110,32 @@ def test_the_headline_over_replicates_has_intervals_and_paired_differences() -> 
     assert h["em_tokmem_minus_rag"]["values"] == [10.0, 9.0, 8.0] and "mdd" in h["em_tokmem_minus_rag"]
     assert h["forgetting_lora_seq_minus_tokmem"]["mean"] == pytest.approx(20.0)
     assert h["forgetting_tokmem"]["ci95_low"] == h["forgetting_tokmem"]["ci95_high"] == 1.0
+
+
+def test_calls_table_scores_each_calls_method_on_hand_cases() -> None:
+    """Tool and argument F1 micro-averaged over the test calls, exact chains in order, and RAG's retrieval recall
+    (gold tools among the retrieved): TokMem right on both calls; fine-tuning one wrong tool of four."""
+    import polars as pl
+
+    gold = {"tools": [[1, 2], [3, 4]], "args": [["a", "b"], ["c", "d"]]}
+    calls = pl.DataFrame([
+        {"method": "tokmem_calls", **{k: v[i] for k, v in gold.items()}, "pred_tools": gold["tools"][i], "pred_args": gold["args"][i],
+         "retrieved": None} for i in range(2)] + [
+        {"method": "lora_calls", **{k: v[i] for k, v in gold.items()}, "pred_tools": [[1, 9], [3, 4]][i], "pred_args": gold["args"][i],
+         "retrieved": None} for i in range(2)] + [
+        {"method": "rag_calls", **{k: v[i] for k, v in gold.items()}, "pred_tools": [[], [3]][i], "pred_args": [[], ["c"]][i],
+         "retrieved": [[1, 7], [3, 4]][i]} for i in range(2)])
+    rows = {r["method"]: r for r in calls_table(calls)}
+    assert rows["tokmem_calls"]["tool_f1"] == rows["tokmem_calls"]["chain_em"] == 100.0
+    assert rows["lora_calls"]["tool_f1"] == pytest.approx(75.0) and rows["lora_calls"]["arg_f1"] == 100.0
+    assert rows["lora_calls"]["chain_em"] == 50.0
+    assert rows["rag_calls"]["tool_f1"] == pytest.approx(100 * 2 * 1 * 0.25 / 1.25) and rows["rag_calls"]["retrieval_recall"] == 75.0
+    assert "retrieval_recall" not in rows["tokmem_calls"] and "rag_named_calls" not in rows
+
+
+def test_a_baseline_trained_at_another_budget_is_an_error() -> None:
+    """TokMem and its baselines compared at different steps per tool round: evaluate refuses, naming the params."""
+    same = {"steps_per_round": 300, "tool_steps_per_round": 100, "batch_size": 32}
+    check_budget({"budget": same}, {"budget": dict(same)})
+    with pytest.raises(ValueError, match="tool_steps_per_round"):
+        check_budget({"budget": same}, {"budget": {**same, "tool_steps_per_round": 300}})

@@ -17,9 +17,12 @@ pytestmark = smoke_group("tokmem")
 
 HEADLINE_KEYS = {"em_tokmem", "em_rag", "em_rag_named", "em_prompt_tuning", "em_lora_seq", "routing_acc_tokmem",
                  "retrieval_acc_paraphrased", "retrieval_acc_named", "backbone_routes_tokmem", "forgetting_tokmem",
-                 "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem", "em_tokmem_minus_rag",
-                 "forgetting_lora_seq_minus_tokmem", "replicates"}
-CLAIMS = {"beats_rag_em", "routing_at_least_90", "forgets_at_most_5_points", "lora_forgets_clearly_more"}
+                 "forgetting_lora_seq", "tool_f1_tokmem", "arg_f1_tokmem", "tool_f1_rag", "arg_f1_rag", "tool_f1_rag_named",
+                 "tool_f1_rag_bound", "tool_f1_lora", "arg_f1_lora", "retrieval_recall_calls", "em_tokmem_minus_rag", "forgetting_lora_seq_minus_tokmem",
+                 "tool_f1_tokmem_minus_lora", "tool_f1_tokmem_minus_rag", "replicates"}
+CLAIMS = {"beats_rag_em", "routing_at_least_90", "forgets_at_most_5_points", "lora_forgets_clearly_more",
+          "tool_selection_beats_finetuning"}
+CALL_METHODS = ("tokmem_calls", "rag_calls", "rag_named_calls", "rag_bound_calls", "lora_calls")
 METHODS = ("tokmem", "rag", "rag_named", "prompt_tuning", "lora_seq", "lora_replay")
 
 
@@ -54,6 +57,37 @@ def test_metrics_carry_the_issue_headline_and_one_row_per_method_and_round(repo:
     assert h["trainable_prompt_tuning"] == procedures * params["baselines"]["prompt_tokens"] * width
     assert h["em_tokmem_minus_rag"]["mean"] == pytest.approx(h["em_tokmem"]["mean"] - h["em_rag"]["mean"])
     assert h["retrieval_acc_named"]["mean"] >= h["retrieval_acc_paraphrased"]["mean"]
+
+
+def test_calls_baselines_run_on_tokmems_tools_and_test_calls_at_its_budget(repo: Path) -> None:
+    """The calls track's RAG and fine-tuning answer exactly TokMem's test calls (same queries, same gold chains),
+    after the same rounds over the same tools; their settings were chosen among the declared candidates on held-out
+    training calls (never a test call); RAG read k retrieved descriptions; the steps and batch size match."""
+    params = yaml.safe_load((repo / "params.yaml").read_text())["tokmem"]
+    data = repo / "data/tokmem"
+    procedures = pl.read_parquet(data / "procedures.parquet")
+    examples = pl.read_parquet(data / "examples.parquet")
+    tests = examples.filter((pl.col("track") == "calls") & (pl.col("set") == "tool") & (pl.col("split") == "test"))
+    n_tools, n_rounds = (procedures["split"] == "tool").sum(), procedures.filter(pl.col("split") == "tool")["round"].max()
+    for r in params["replicates"]:
+        calls = pl.concat([pl.read_parquet(data / f"memory_predictions/{r}.parquet"), pl.read_parquet(data / f"baseline_predictions/{r}.parquet")],
+                          how="diagonal_relaxed").filter(pl.col("method").is_in(CALL_METHODS))
+        for method in CALL_METHODS:
+            mine = calls.filter(pl.col("method") == method)
+            assert mine["query"].to_list() == tests["query"].to_list() and mine["tools"].to_list() == tests["tools"].to_list()
+            assert set(mine["round"]) == {n_rounds} and set(mine["n_procedures"]) == {n_tools}
+        stats = json.loads((data / f"baseline_stats/{r}.json").read_text())
+        tuning = stats["lora_tuning"]["calls"]
+        assert tuning["lr"] in params["baselines"]["tool_lora_lrs"] and tuning["rag_top_k"] in params["baselines"]["rag_top_ks"]
+        assert set(tuning["validation_tool_f1"]) == {f"{lr:g}" for lr in params["baselines"]["tool_lora_lrs"]}
+        retrieved = calls.filter(pl.col("method") == "rag_calls")["retrieved"].to_list()
+        assert all(len(x) == min(tuning["rag_top_k"], n_tools) for x in retrieved)
+        bound = calls.filter(pl.col("method") == "rag_bound_calls")  # a perfect reader of the largest k's retrieval
+        assert all(len(x) == min(max(params["baselines"]["rag_top_ks"]), n_tools) for x in bound["retrieved"].to_list())
+        gold = zip(bound["pred_tools"].to_list(), bound["tools"].to_list(), bound["retrieved"].to_list(), strict=True)
+        assert all(p == [t for t in g if t in r] for p, g, r in gold)
+        assert stats["budget"] == json.loads((data / f"memory_stats/{r}.json").read_text())["budget"]
+        assert stats["budget"]["tool_steps_per_round"] == params["train_memory"]["tool_steps_per_round"]
 
 
 def test_claims_are_judged_on_replicate_intervals(repo: Path) -> None:
@@ -126,3 +160,21 @@ def test_forgetting_claims_fail_when_tokmem_forgets_as_lora(repo: Path) -> None:
 
     claim = _judged(repo, forgets)["forgets_at_most_5_points"]
     assert claim["status"] == "not_held" and claim["value"] == 100
+
+
+def test_tool_selection_claim_fails_when_tokmem_calls_as_finetuning(repo: Path) -> None:
+    """TokMem's calls-track predictions replaced by fine-tuning's (sequential LoRA's): the paired F1 difference is
+    exactly 0, not > 0; TokMem's calls replaced by the gold chains move the difference to 100 - fine-tuning's F1."""
+    def as_lora(memory: pl.DataFrame, baselines: pl.DataFrame):
+        return _as("tokmem_calls", baselines.filter(pl.col("method") == "lora_calls"), memory), baselines
+
+    claim = _judged(repo, as_lora)["tool_selection_beats_finetuning"]
+    assert claim["status"] == "not_held" and claim["value"] == 0
+
+    def gold(memory: pl.DataFrame, baselines: pl.DataFrame):
+        right = pl.col("method") == "tokmem_calls"
+        return memory.with_columns(pl.when(right).then(pl.col("tools")).otherwise(pl.col("pred_tools")).alias("pred_tools")), baselines
+
+    perfect = _judged(repo, gold)["tool_selection_beats_finetuning"]
+    lora_f1 = json.loads((repo / "data/tokmem/metrics.json").read_text())["headline"]["tool_f1_lora"]["mean"]
+    assert perfect["value"] == pytest.approx(100 - lora_f1) and perfect["value"] > 0

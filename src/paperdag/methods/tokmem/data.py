@@ -2,12 +2,14 @@
 in front / at the end), each known by an invented name and a one-line description that begins with it; queries in two
 regimes: paraphrased (the default: the query implies the procedure by a paraphrase of its rule, never its name, so a
 retriever must match meaning) and named (the query names the procedure, as in the first version: retrieval by name is
-near perfect); and compositional queries answered by 2-3 tool calls in a small JSON format."""
+near perfect); and compositional queries answered by 2-3 tool calls in a small JSON format, each step worded in the
+same two regimes (paraphrased by default)."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -148,16 +150,34 @@ def call_text(arg: str) -> str:
     return " " + json.dumps({"arg": arg})
 
 
+def named_call_text(name: str, arg: str) -> str:
+    """A call written out in text, the tool named inside it (the format of the calls track's RAG and fine-tuning
+    baselines, which have no tool tokens): ' {"tool": "Bralimo", "arg": "c d"}'."""
+    return " " + json.dumps({"tool": name, "arg": arg})
+
+
+NAMED_CALL = re.compile(r'\{"tool":\s*"([^"]*)",\s*"arg":\s*"([^"]*)"\}')
+
+
+def parse_named_calls(text: str) -> list[tuple[str, str]]:
+    """The (tool name, argument) of every well-formed named call in a generation, in order."""
+    return [(m.group(1), m.group(2)) for m in NAMED_CALL.finditer(text)]
+
+
 def call_examples(tools: list[Procedure], n: int, split: str, length: tuple[int, int], rng: random.Random,
                   alphabet: str = LETTERS) -> list[dict]:
-    """n compositional queries, each 2-3 distinct tools applied to their own arguments, answered by the chain of calls."""
+    """n compositional queries, each 2-3 distinct tools applied to their own arguments, answered by the chain of calls.
+    Each step worded in both regimes on the same arguments: `query` paraphrases each tool's rule (no tool is named,
+    as in the atomic track), `query_named` names each tool."""
     rows = []
     for _ in range(n):
         chosen = rng.sample(tools, rng.choice((2, 3)))
         args = [spaced([rng.choice(alphabet) for _ in range(rng.randint(*length))]) for _ in chosen]
-        steps = [f"{t.name} {x}" for t, x in zip(chosen, args, strict=True)]
-        text = rng.choice(("", "first ")) + rng.choice(CALL_JOINERS).join(steps)
-        rows.append({"track": "calls", "split": split, "procedure": -1, "query": text, "query_named": text,
+        lead, joiner = rng.choice(("", "first ")), rng.choice(CALL_JOINERS)
+        paraphrased = [paraphrased_query(t, x, rng) for t, x in zip(chosen, args, strict=True)]
+        named = [f"{t.name} {x}" for t, x in zip(chosen, args, strict=True)]
+        rows.append({"track": "calls", "split": split, "procedure": -1, "query": lead + joiner.join(paraphrased),
+                     "query_named": lead + joiner.join(named),
                      "answer": json.dumps([{"tool": t.name, "arg": x} for t, x in zip(chosen, args, strict=True)]),
                      "tools": [t.id for t in chosen], "args": args})
     return rows

@@ -52,6 +52,9 @@ def forgetting(round1_scores: Sequence[float]) -> float:
 
 METHODS = ("tokmem", "rag", "rag_named", "prompt_tuning", "lora_seq", "lora_replay")  # the method, then its baselines
 # rag_named: RAG in the named regime (queries carry the procedure's name), a reference for the retrieval ceiling
+CALL_METHODS = ("tokmem_calls", "rag_calls", "rag_named_calls", "rag_bound_calls", "lora_calls")  # the calls track:
+# TokMem, its baselines (lora_calls: sequential LoRA fine-tuning, the paper's "fine-tuning"; rag_bound_calls: RAG's
+# retrieval read by a perfect reader, an upper bound); headline keys drop the "_calls": tool_f1_lora
 
 
 def score_table(predictions: pl.DataFrame) -> list[dict]:
@@ -74,15 +77,50 @@ def score_table(predictions: pl.DataFrame) -> list[dict]:
     return table
 
 
+def calls_table(calls: pl.DataFrame) -> list[dict]:
+    """Per calls-track method: tool-selection F1 (multiset of the predicted vs gold tools per test call, micro
+    averaged), argument F1 (the same over arguments), exact chains (every (tool, argument) in order), percent; for
+    RAG, the share of gold tools among the retrieved descriptions."""
+    rows = []
+    for method in CALL_METHODS:
+        group = calls.filter(pl.col("method") == method) if "method" in calls.columns else calls.clear()
+        if group.is_empty():
+            continue
+        tools, args = group["tools"].to_list(), group["args"].to_list()
+        pred_tools, pred_args = group["pred_tools"].to_list(), group["pred_args"].to_list()
+        row = {"method": method, "calls": group.height, "tool_f1": 100 * multiset_f1(pred_tools, tools),
+               "arg_f1": 100 * multiset_f1(pred_args, args),
+               "chain_em": 100 * sum(pt == t and pa == a for pt, pa, t, a in zip(pred_tools, pred_args, tools, args, strict=True))
+               / group.height}
+        if "retrieved" in group.columns and group["retrieved"].null_count() < group.height:
+            found = sum(len(set(t) & set(r)) for t, r in zip(tools, group["retrieved"].to_list(), strict=True))
+            row["retrieval_recall"] = 100 * found / sum(map(len, tools))
+        rows.append(row)
+    return rows
+
+
+def check_budget(memory_stats: dict, baseline_stats: dict) -> None:
+    """TokMem and its baselines must have trained at the same budget (steps per round, per tool round, batch size)."""
+    mine, theirs = memory_stats.get("budget"), baseline_stats.get("budget")
+    if mine != theirs:
+        raise ValueError(f"tokmem evaluate: TokMem trained at {mine}, its baselines at {theirs}; set params.yaml's "
+                         "tokmem.baselines steps_per_round / tool_steps_per_round / batch_size to tokmem.train_memory's")
+
+
 def headline(table: list[dict], calls: pl.DataFrame, memory_stats: dict, baseline_stats: dict) -> dict[str, object]:
     """The numbers pipelines/tokmem.yaml's claims read: the last round's scores per method, forgetting of round-1
-    procedures, the calls track's tool-selection and argument F1, trainable parameter counts, the claimed
-    differences (method - baseline, points)."""
+    procedures, the calls track's tool-selection and argument F1 per method, trainable parameter counts, the claimed
+    differences (method - baseline, points). TokMem and its baselines must share a budget (check_budget)."""
+    check_budget(memory_stats, baseline_stats)
     last = {r["method"]: r for r in table if r["round"] == max(t["round"] for t in table)}
     curve = {m: [r for r in table if r["method"] == m] for m in METHODS}
-    tool_f1 = 100 * multiset_f1(calls["pred_tools"].to_list(), calls["tools"].to_list()) if not calls.is_empty() else None
-    arg_f1 = 100 * multiset_f1(calls["pred_args"].to_list(), calls["args"].to_list()) if not calls.is_empty() else None
+    scored = {r["method"].removesuffix("_calls"): r for r in calls_table(calls)}
+    called = [m.removesuffix("_calls") for m in CALL_METHODS]
     forgot = {m: forgetting([r["em_round1"] for r in curve[m]]) for m in METHODS}
+
+    def minus(key: str, method: str, baseline: str) -> float | None:
+        return scored[method][key] - scored[baseline][key] if method in scored and baseline in scored else None
+
     return {
         "n_procedures": last["tokmem"]["n_procedures"],
         **{f"em_{m}": last[m]["em"] for m in METHODS},
@@ -93,22 +131,30 @@ def headline(table: list[dict], calls: pl.DataFrame, memory_stats: dict, baselin
         "backbone_routes_tokmem": last["tokmem"].get("backbone_routes"),
         "queries": last["tokmem"]["queries"],
         **{f"forgetting_{m}": forgot[m] for m in METHODS},
-        "tool_f1_tokmem": tool_f1,
-        "arg_f1_tokmem": arg_f1,
+        **{f"tool_f1_{m}": scored[m]["tool_f1"] if m in scored else None for m in called},
+        **{f"arg_f1_{m}": scored[m]["arg_f1"] if m in scored else None for m in called},
+        "retrieval_recall_calls": scored["rag"].get("retrieval_recall") if "rag" in scored else None,
         "trainable_tokmem": memory_stats["trainable_tokmem"],
         "trainable_per_procedure_tokmem": memory_stats["trainable_per_procedure"],
         "trainable_tool_lora": memory_stats["trainable_tool_lora"],
         **{f"trainable_{m}": baseline_stats["trainable"][m] for m in METHODS[1:]},
+        "trainable_lora_calls": baseline_stats["trainable"].get("lora_calls"),
         "backbone_unchanged": memory_stats["backbone_unchanged"],
         # the comparisons the claims test, each as one number (method - baseline, points)
         "em_tokmem_minus_rag": last["tokmem"]["em"] - last["rag"]["em"],
         "forgetting_lora_seq_minus_tokmem": forgot["lora_seq"] - forgot["tokmem"],
+        "tool_f1_tokmem_minus_lora": minus("tool_f1", "tokmem", "lora"),
+        "tool_f1_tokmem_minus_rag": minus("tool_f1", "tokmem", "rag"),
+        "tool_f1_tokmem_minus_rag_bound": minus("tool_f1", "tokmem", "rag_bound"),
         "units": "EM, ROUGE-L, routing accuracy, F1 and forgetting in percent points; trainable = parameter counts",
     }
 
 
 PAIRED = {"em_tokmem_minus_rag": ("em_tokmem", "em_rag"),  # claimed differences: (method key, baseline key)
-          "forgetting_lora_seq_minus_tokmem": ("forgetting_lora_seq", "forgetting_tokmem")}
+          "forgetting_lora_seq_minus_tokmem": ("forgetting_lora_seq", "forgetting_tokmem"),
+          "tool_f1_tokmem_minus_lora": ("tool_f1_tokmem", "tool_f1_lora"),
+          "tool_f1_tokmem_minus_rag": ("tool_f1_tokmem", "tool_f1_rag"),
+          "tool_f1_tokmem_minus_rag_bound": ("tool_f1_tokmem", "tool_f1_rag_bound")}
 
 
 def replicated_headline(per_replicate: list[dict[str, object]]) -> dict[str, object]:
@@ -120,7 +166,7 @@ def replicated_headline(per_replicate: list[dict[str, object]]) -> dict[str, obj
     out: dict[str, object] = {"replicates": len(per_replicate)}
     for key, value in per_replicate[0].items():
         values = [h[key] for h in per_replicate]
-        if key in PAIRED:
+        if key in PAIRED and all(h.get(k) is not None for h in per_replicate for k in PAIRED[key]):
             method, baseline = PAIRED[key]
             out[key] = paired([h[method] for h in per_replicate], [h[baseline] for h in per_replicate])
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or any(v is None for v in values):
