@@ -69,9 +69,10 @@ def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list, 
                 pools[f"{kind}@{length}"] = [encode(tokenizer, r) for r in group.iter_rows(named=True)]
                 mixture[f"{kind}@{length}"] = weight * group.height / of_kind.height
         phase_config = dataclasses.replace(config, batch_size=p.batch_size or config.batch_size)
+        kinds = ", ".join(k for k, w in p.mixture.items() if w > 0)
         history += fit_pools(model, pools, mixture, phase_config, tokenizer.pad_token_id,
-                             f"lookaheadkv train_lm phase {phase} ({', '.join(k for k, w in p.mixture.items() if w > 0)}; contexts <= {p.contexts})",
-                             steps=p.steps, seed=config.seed + phase).losses["loss"]
+                             f"lookaheadkv train_lm phase {phase} ({kinds}; contexts <= {p.contexts})", steps=p.steps,
+                             seed=config.seed + phase).losses["loss"]
     return history
 
 
