@@ -9,6 +9,10 @@ through the same `prepare` call; runs are interleaved and the fastest of --repea
 
     .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths 256 512 1024   # writes benchmarks/results/lookaheadkv.json
     .venv/bin/python benchmarks/bench_lookaheadkv.py --untrained --lengths 256 512   # no pipeline outputs needed
+    .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths --draft-tokens 4 16 64  # the draft method's cost per draft length
+
+With several --draft-tokens, the draft method is timed at each length (`draft@m`; a draft runs on past eos: its cost
+is what a response of m tokens would cost), so the draft length at which its cost reaches 5x LookaheadKV's shows.
 
 --untrained times a tiny Llama of params.yaml's train_lm sizes and a lookahead module of train_lookahead's n_tokens,
 both freshly initialised (seed 0), on random prompts only: what prefill and scoring cost does not depend on training.
@@ -17,6 +21,7 @@ both freshly initialised (seed 0), on random prompts only: what prefill and scor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 from pathlib import Path
@@ -32,7 +37,7 @@ from paperdag.timing import best_of_interleaved
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "lookaheadkv.json"
 DATA = ROOT / "data" / "lookaheadkv"
-METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead")
+METHODS = ("full", "streaming", "h2o", "snapkv", "lookahead")  # and the draft method once per --draft-tokens
 
 
 def main() -> None:
@@ -43,7 +48,7 @@ def main() -> None:
     ap.add_argument("--budgets", type=float, nargs="+", default=[0.0625, 0.125, 0.25], help="per-head budgets as fractions of T")
     ap.add_argument("--batch-size", type=int, default=32, help="prompts per prepare call")
     ap.add_argument("--window", type=int, default=8, help="SnapKV window w (and the draft method's SnapKV cache)")
-    ap.add_argument("--draft-tokens", type=int, default=4, help="draft length of the draft-based method")
+    ap.add_argument("--draft-tokens", type=int, nargs="+", default=[4], help="draft lengths of the draft-based method (each timed)")
     ap.add_argument("--repeats", type=int, default=5, help="interleaved runs per method; the fastest counts")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--untrained", action="store_true", help="a fresh model of params.yaml's sizes, random prompts only")
@@ -66,7 +71,8 @@ def main() -> None:
         table = pl.read_parquet(data / "targets" / f"{r}.parquet").filter(pl.col("set") == "eval")
         prompts[len(table["prompt_ids"][0])] = torch.tensor(table["prompt_ids"].to_list()[: args.batch_size])
     attach(model.eval(), module)
-    setting = Setting(window=args.window, kernel=7, draft_tokens=args.draft_tokens, lookahead=module)
+    setting = Setting(window=args.window, kernel=7, lookahead=module)
+    drafts = {f"draft@{m}": dataclasses.replace(setting, draft_tokens=m) for m in args.draft_tokens}
     draw = torch.Generator().manual_seed(0)
     for t in args.lengths:
         prompts[t] = torch.randint(3, vocab, (args.batch_size, t), generator=draw)
@@ -76,12 +82,14 @@ def main() -> None:
             if budget <= args.window:
                 continue
             calls = [lambda m=m, ids=ids, b=budget: prepare(m, model, ids, b, setting) for m in METHODS]
+            calls += [lambda s=s, ids=ids, b=budget: prepare("draft", model, ids, b, s) for s in drafts.values()]
             _, best = best_of_interleaved(calls, args.repeats)
-            ms = {m: 1000 * s / ids.shape[0] for m, s in zip(METHODS, best, strict=True)}
+            ms = {m: 1000 * s / ids.shape[0] for m, s in zip([*METHODS, *drafts], best, strict=True)}
             rows.append({"prompt_tokens": t, "budget": budget, "ms_per_example": ms, "lkv_over_snapkv": ms["lookahead"] / ms["snapkv"],
-                         "draft_over_lkv": ms["draft"] / ms["lookahead"], "lkv_over_full": ms["lookahead"] / ms["full"]})
+                         "draft_over_lkv": {d: ms[d] / ms["lookahead"] for d in drafts}, "lkv_over_full": ms["lookahead"] / ms["full"]})
             print(f"T={t:5d} C={budget:4d}  " + "  ".join(f"{m} {v:7.3f}" for m, v in ms.items())
-                  + f"  LKV/SnapKV {rows[-1]['lkv_over_snapkv']:.2f}  draft/LKV {rows[-1]['draft_over_lkv']:.2f}", flush=True)
+                  + f"  LKV/SnapKV {rows[-1]['lkv_over_snapkv']:.2f}  "
+                  + "  ".join(f"{d}/LKV {v:.2f}" for d, v in rows[-1]["draft_over_lkv"].items()), flush=True)
     result = {"replicate": "untrained" if args.untrained else r, "lookahead_tokens": module.n_tokens, "draft_tokens": args.draft_tokens,
               "window": args.window, "batch_size": args.batch_size, "threads": args.threads, "repeats": args.repeats,
               "machine": platform.platform(), "rows": rows, "targets": "LKV time / SnapKV time <= 1.25; draft time / LKV time >= 5"}

@@ -1,10 +1,10 @@
 """The cost of portable numerics: the heaviest training stage (lookaheadkv:train_lm, the tiny Llama) under
 `base.numerics.mode: portable` vs `native`, side by side in one run.
 
-A throw-away git + DVC repo holds the lookaheadkv pipeline with train_lm shortened to --steps optimiser steps (the
-work per step is the default scale's); synthesize runs once, then train_lm runs --repeats times per mode,
-alternating. The figure is each mode's fastest stage time (`paperdag stage` reports the stage function's own time,
-without the engine's start-up) and their ratio.
+A throw-away git + DVC repo holds the lookaheadkv pipeline with train_lm shortened to --steps optimiser steps, in
+one curriculum phase like the default scale's last (the splits and recall drills with contexts up to T); synthesize
+runs once, then train_lm runs --repeats times per mode, alternating. The figure is each mode's fastest stage time
+(`paperdag stage` reports the stage function's own time, without the engine's start-up) and their ratio.
 
     .venv/bin/python benchmarks/bench_numerics.py      # writes benchmarks/results/numerics.json, prints a table
 """
@@ -38,14 +38,16 @@ def stage_seconds(repo: Path, address: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=400, help="train_lm optimiser steps (default scale: 3000)")
+    ap.add_argument("--steps", type=int, default=400, help="train_lm optimiser steps (default scale: 2200 over five phases)")
     ap.add_argument("--repeats", type=int, default=2, help="runs per mode, alternating; the fastest counts")
     args = ap.parse_args()
     from paperdag.engine.params import set_params
     from support import pipeline_repo
 
     with tempfile.TemporaryDirectory(prefix="bench-numerics-") as tmp:
+        last = f"{{steps: {args.steps}, contexts: 252, mixture: {{question_after: 1.0, question_before: 1.0, drill: 2.0}}}}"
         repo = pipeline_repo(Path(tmp) / "repo", "lookaheadkv", [f"lookaheadkv.train_lm.steps={args.steps}",
+                                                                 f"lookaheadkv.train_lm.curriculum=[{last}]",
                                                                  "lookaheadkv.train_lm.min_full_cache_em=0.0"])  # timing, not learning
         stage_seconds(repo, "lookaheadkv:synthesize")
         times: dict[str, list[float]] = {"native": [], "portable": []}

@@ -16,7 +16,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, Pos
 from paperdag.engine import Item
 from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.lookaheadkv import QUESTION_TOKENS, Kind, TaskSizes, encode, make_rows, vocabulary_text
+from paperdag.methods.lookaheadkv import QUESTION_TOKENS, Kind, TaskSizes, encode, make_rows
 
 # torch and the code that needs it are imported inside the stage functions: importing this module stays cheap
 # (tests/engine/test_imports.py).
@@ -34,6 +34,9 @@ class SynthesizeParams:
     lm_examples: PositiveInt
     drill_examples: NonNegativeInt
     drill_queries: PositiveInt
+    copy_examples: NonNegativeInt  # copy drills: copy_tokens random symbols, then a random copy_stretch of them again
+    copy_tokens: PositiveInt
+    copy_stretch: PositiveInt
     lookahead_examples: PositiveInt
     validation_examples: PositiveInt
     eval_examples: PositiveInt
@@ -42,6 +45,8 @@ class SynthesizeParams:
     def __post_init__(self) -> None:
         if self.min_train_pairs > self.pairs:
             raise ValueError("min_train_pairs", f"must lie in [2, pairs = {self.pairs}]; got {self.min_train_pairs}")
+        if self.copy_stretch >= self.copy_tokens:
+            raise ValueError("copy_stretch", f"must be below copy_tokens = {self.copy_tokens}; got {self.copy_stretch}")
         if max(self.train_contexts) > self.context_tokens:
             raise ValueError("train_contexts", f"must not exceed the evaluation context, prompt_tokens - {1 + QUESTION_TOKENS} = "
                                                f"{self.context_tokens}; got {self.train_contexts}")
@@ -56,33 +61,49 @@ def synthesize(params: SynthesizeParams) -> dict[str, object]:
     p = params
     sizes = TaskSizes(p.keys, p.values, p.fillers, p.pairs, p.value_tokens, p.context_tokens)
     rows = make_rows(sizes, p.min_train_pairs, p.train_contexts, p.lm_examples, p.drill_examples, p.drill_queries,
-                     p.lookahead_examples, p.validation_examples, p.eval_examples, random.Random(p.seed))
+                     p.lookahead_examples, p.validation_examples, p.eval_examples, random.Random(p.seed), p.copy_examples,
+                     p.copy_tokens, p.copy_stretch)
     return {"examples": pl.DataFrame(rows).with_row_index("row")}
 
 
 @dataclass(frozen=True)
+class CurriculumPhase:
+    steps: PositiveInt  # optimiser steps of the phase (its own warm-up and linear decay)
+    contexts: PositiveInt  # task rows with contexts of at most this many tokens (copy drills: any)
+    mixture: dict[Kind, NonNegativeFloat]  # share of the phase's batches per row kind
+    batch_size: PositiveInt | None = None  # rows per step (None: train_lm.batch_size)
+
+
+@dataclass(frozen=True)
 class TrainLMParams(TinyLMConfig):
-    curriculum: Annotated[list[PositiveInt], Field(min_length=1)]  # per phase, its largest context (tokens)
-    mixture: dict[Kind, NonNegativeFloat]
+    curriculum: Annotated[list[CurriculumPhase], Field(min_length=1)]  # the phases, in order
     min_full_cache_em: Annotated[float, Field(ge=0, le=100)]  # the check: every split's full-cache exact match (percent)
     targets_batch_size: PositiveInt  # rows per forward pass of the targets (greedy responses, s_GT)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.steps != sum(p.steps for p in self.curriculum):
+            raise ValueError("steps", f"must be the curriculum's steps in all, {sum(p.steps for p in self.curriculum)}; got {self.steps}")
+        if not all(any(w > 0 for w in p.mixture.values()) for p in self.curriculum):
+            raise ValueError("curriculum", "every phase's mixture needs a positive weight")
+
 
 def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]:
-    """One replicate's tiny Llama (or model_path's checkpoint) trained with a full cache on the LM rows, in curriculum
-    phases of growing context (methods.lookaheadkv.train_curriculum); its full-cache exact match on the evaluation
+    """One replicate's tiny Llama (word-level tokenizer; or model_path's checkpoint) trained with a full cache on the LM
+    rows, in curriculum phases (methods.lookaheadkv.train_curriculum): copy drills, recall drills, then the splits
+    with more and more filler; its full-cache exact match on the evaluation
     rows, which must reach min_full_cache_em on every split (else the comparison of evictions means nothing). Then
     the frozen LM's targets for the lookahead-training, validation and evaluation rows: its greedy response and s_GT
     (layers, heads, prompt positions; methods.lookaheadkv.scores.ground_truth_importance)."""
-    from paperdag.lm import build_or_load, checkpoint_writer, lm_stats
-    from paperdag.methods.lookaheadkv import checked_full_cache_exact_match, train_curriculum
+    from paperdag.lm import checkpoint_writer, lm_stats
+    from paperdag.methods.lookaheadkv import build_lm, checked_full_cache_exact_match, train_curriculum
     from paperdag.methods.lookaheadkv import targets as make_targets
 
     start = time.perf_counter()
-    texts = vocabulary_text(examples["prompt"].to_list() + examples["response"].to_list())
-    model, tokenizer = build_or_load(params, texts, add_bos=True, model_max_length=8192, max_positions=lambda tok: max(
-        256, max(len(p) + len(r) for p, r in (encode(tok, row) for row in examples.iter_rows(named=True))) + 64))
-    history = train_curriculum(model, tokenizer, examples.filter(pl.col("set") == "lm"), params.curriculum, params.mixture, params)
+    words = {w for text in examples["prompt"].to_list() + examples["response"].to_list() for w in text.split()}
+    longest = max(len(p.split()) + len(r.split()) for p, r in zip(examples["prompt"], examples["response"], strict=True))
+    model, tokenizer = build_lm(params, words, max_positions=max(256, longest + 64))  # + bos, eos and room to decode
+    history = train_curriculum(model, tokenizer, examples.filter(pl.col("set") == "lm"), params.curriculum, params)
     train_seconds = time.perf_counter() - start
     em = checked_full_cache_exact_match(model, tokenizer, examples.filter(pl.col("set") == "eval"), params.min_full_cache_em,
                                         f"lookaheadkv train_lm (seed {params.seed})")

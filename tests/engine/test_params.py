@@ -189,8 +189,8 @@ def test_cross_field_check_names_the_field_key_or_the_stage() -> None:
 LM_REFUSED = {
     ("lookaheadkv", "synthesize", "min_train_pairs"): 9,  # above pairs = 8
     ("lookaheadkv", "synthesize", "pairs"): 1,  # below min_train_pairs = 2
-    ("lookaheadkv", "train_lm", "mixture"): {"question_after": 1.0, "recall": 1.0},
-    ("lookaheadkv", "train_lm", "curriculum"): [],
+    ("lookaheadkv", "train_lm", "curriculum"): [{"steps": 2200, "contexts": 60, "mixture": {"question_after": 1.0, "recall": 1.0}}],
+    ("lookaheadkv", "train_lm", "steps"): 100,  # not the curriculum's steps in all
     ("lookaheadkv", "train_lm", "num_kv_heads"): 3,  # does not divide num_heads = 4
     ("lookaheadkv", "infer", "budgets"): [8, 0],
     ("tokmem", "synthesize", "letters"): 27,

@@ -10,6 +10,11 @@ token once the tokenizer has learned the words; a prompt therefore has exactly `
 
 The answer's value tokens are generated after the prompt's KV cache has been evicted: a method that dropped the
 record the answer lives in cannot produce it. (The spec's third split, two-hop lookup, is left out: see README.)
+
+The LM's training rows add two kinds that are no split: recall drills (a context, then many of its records
+recalled: a dense lookup signal) and copy drills (random symbols, then a random stretch of them again), which form
+the induction heads (attend to the token after an earlier occurrence of the current one, copy it) that the lookup
+is made of; a curriculum (protocol.train_curriculum) trains them first.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 SPLITS = ("question_after", "question_before")
-Kind = Literal["question_after", "question_before", "drill"]  # an LM training row's kind (a mixture key)
+Kind = Literal["question_after", "question_before", "drill", "copy"]  # an LM training row's kind (a mixture key)
 KINDS: tuple[str, ...] = get_args(Kind)
 # the eviction methods compared (eviction.prepare runs each); here, without torch, for the stages that only read results
 METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
@@ -72,11 +77,10 @@ def filler_word(i: int) -> str:
     return "f" + _letters(i)
 
 
-def vocabulary_text(texts: list[str], repeats: int = 4) -> list[str]:
-    """Every distinct word of `texts`, space-prefixed, `repeats` times: what a byte-level BPE tokenizer needs to learn
-    each symbol as one token (prompts are encoded with a leading space, see encode)."""
-    words = sorted({w for text in texts for w in text.split()})
-    return [" " + " ".join(words)] * repeats
+def task_words(sizes: TaskSizes) -> list[str]:
+    """Every key, value and filler word of the task, and the separators: the whole vocabulary of every example."""
+    return ([key_word(i) for i in range(sizes.keys)] + [value_word(i) for i in range(sizes.values)]
+            + [filler_word(i) for i in range(sizes.fillers)] + [";", "?", ":"])
 
 
 def _context(sizes: TaskSizes, rng: random.Random) -> tuple[list[str], list[list[str]], str]:
@@ -124,12 +128,25 @@ def make_drill(sizes: TaskSizes, rng: random.Random, queries: int) -> dict[str, 
     return {"prompt": f"{context} ?", "response": " ; ".join(" ".join([keys[i], *values[i]]) for i in asked), "query": ""}
 
 
+def make_copy(words: list[str], length: int, stretch: int, rng: random.Random) -> dict[str, str]:
+    """A language-model training example only (not a split): `length` symbols drawn at random, then the `stretch`
+    of them that starts at a random place, again. Every copied token after the first is predictable only by an
+    induction head (find the current token earlier, copy its successor) and the offset varies, so no fixed-position
+    shortcut predicts it: the densest signal there is for the mechanism the lookup is made of."""
+    if not 0 < stretch < length:
+        raise ValueError(f"a copy drill repeats a stretch shorter than its symbols: 0 < stretch < length; got {stretch}, {length}")
+    drawn = [rng.choice(words) for _ in range(length)]
+    start = rng.randrange(length - stretch + 1)
+    return {"prompt": " ".join(drawn), "response": " ".join(drawn[start : start + stretch]), "query": ""}
+
+
 def make_rows(sizes: TaskSizes, min_train_pairs: int, train_contexts: list[int], lm_examples: int, drill_examples: int,
               drill_queries: int, lookahead_examples: int, validation_examples: int, eval_examples: int,
-              rng: random.Random) -> list[dict]:
+              rng: random.Random, copy_examples: int = 0, copy_tokens: int = 32, copy_stretch: int = 24) -> list[dict]:
     """Every example of every set. The LM's training rows (splits and recall drills) hold min_train_pairs..pairs
-    records in a context of one of `train_contexts` lengths (a curriculum trains on the short ones first); the
-    lookahead-training, validation (SnapKV's tuning) and evaluation rows hold `pairs` records in the full context."""
+    records in a context of one of `train_contexts` lengths (a curriculum trains on the short ones first), the copy
+    drills copy_tokens random task symbols (their context_tokens) and a copy_stretch of them; the lookahead-training,
+    validation (SnapKV's tuning) and evaluation rows hold `pairs` records in the full context."""
     rows = []
     for split in (*SPLITS, "drill"):
         for _ in range(drill_examples if split == "drill" else lm_examples):
@@ -142,4 +159,7 @@ def make_rows(sizes: TaskSizes, min_train_pairs: int, train_contexts: list[int],
     for name, n in (("lookahead", lookahead_examples), ("validation", validation_examples), ("eval", eval_examples)):
         rows += [{"set": name, "split": s, "pairs": sizes.pairs, "context_tokens": sizes.context_tokens, **make_example(s, sizes, rng)}
                  for s in SPLITS for _ in range(n)]
+    words = task_words(sizes)[:-3]  # keys, values and fillers, not the separators
+    rows += [{"set": "lm", "split": "copy", "pairs": 0, "context_tokens": copy_tokens, **make_copy(words, copy_tokens, copy_stretch, rng)}
+             for _ in range(copy_examples)]
     return rows

@@ -17,7 +17,7 @@ import torch
 from rich.progress import track
 
 from paperdag.lm import TinyLMConfig, TrainConfig, fit_pools, generate, train_loop
-from paperdag.methods.lookaheadkv.data import KINDS, METHODS, encode
+from paperdag.methods.lookaheadkv.data import METHODS, encode
 from paperdag.methods.lookaheadkv.eviction import Setting, decode, prepare
 from paperdag.methods.lookaheadkv.lookahead import LookaheadKV, lookahead_loss
 from paperdag.methods.lookaheadkv.scores import ground_truth_importance, overlap
@@ -44,24 +44,35 @@ def greedy_responses(model, tokenizer, table: pl.DataFrame, max_new_tokens: int,
     return out
 
 
-def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list[int], mixture: dict[str, float],
-                     config: TinyLMConfig) -> list[float]:
-    """The LM's training with a full cache, in phases of growing context: phase i trains config.steps // phases
-    steps (seed config.seed + i) on the rows whose context has at most curriculum[i] tokens. Short contexts (little
-    filler) first: the lookup is learnt there, then carried to long ones. The loss of every step."""
-    shortest = lm_rows["context_tokens"].min()
-    if min(curriculum) < shortest:  # it depends on the synthesized rows, so it is checked on them
-        raise ValueError(f"lookaheadkv train_lm: curriculum {curriculum}: each phase's largest context must be at least the "
-                         f"shortest LM context ({shortest} tokens, synthesize.train_contexts)")
+def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list, config: TinyLMConfig) -> list[float]:
+    """The LM's training with a full cache, in phases: phase i trains phase.steps steps of phase.batch_size rows (or
+    config.batch_size)
+    (seed config.seed + i; its own warm-up and decay) drawn by phase.mixture over the row kinds, task rows only those
+    whose context has at most phase.contexts tokens. Copy drills first (they form the induction heads), then recall
+    drills on short contexts (the lookup), then the splits too, with more and more filler. Each batch holds rows of
+    one kind and one context length (a pool per pair, weighted by its share of the kind's rows): no padding to the
+    longest context in the phase. The loss of every step."""
     history: list[float] = []
-    for phase, largest in enumerate(curriculum):
-        steps = config.steps // len(curriculum)
-        if steps == 0:
-            continue
-        rows = lm_rows.filter(pl.col("context_tokens") <= largest)
-        pools = {kind: [encode(tokenizer, r) for r in rows.filter(pl.col("split") == kind).iter_rows(named=True)] for kind in KINDS}
-        history += fit_pools(model, pools, mixture, config, tokenizer.pad_token_id, f"lookaheadkv train_lm (contexts <= {largest} tokens)",
-                             steps=steps, seed=config.seed + phase).losses["loss"]
+    for phase, p in enumerate(curriculum):
+        rows = lm_rows.filter((pl.col("context_tokens") <= p.contexts) | (pl.col("split") == "copy"))
+        pools: dict[str, list] = {}
+        mixture: dict[str, float] = {}
+        for kind, weight in p.mixture.items():
+            if weight <= 0:
+                continue
+            of_kind = rows.filter(pl.col("split") == kind)
+            if of_kind.height == 0:
+                raise ValueError(f"lookaheadkv train_lm: curriculum phase {phase} draws {kind!r} rows with contexts of at most "
+                                 f"{p.contexts} tokens and there are none: raise its `contexts` or add such rows (synthesize."
+                                 f"{'copy_examples' if kind == 'copy' else 'train_contexts'})")
+            for (length,), group in sorted(of_kind.group_by("context_tokens"), key=lambda kv: kv[0]):
+                pools[f"{kind}@{length}"] = [encode(tokenizer, r) for r in group.iter_rows(named=True)]
+                mixture[f"{kind}@{length}"] = weight * group.height / of_kind.height
+        phase_config = dataclasses.replace(config, batch_size=p.batch_size or config.batch_size)
+        kinds = ", ".join(k for k, w in p.mixture.items() if w > 0)
+        history += fit_pools(model, pools, mixture, phase_config, tokenizer.pad_token_id,
+                             f"lookaheadkv train_lm phase {phase} ({kinds}; contexts <= {p.contexts})", steps=p.steps,
+                             seed=config.seed + phase).losses["loss"]
     return history
 
 
@@ -82,7 +93,7 @@ def checked_full_cache_exact_match(model, tokenizer, evaluation: pl.DataFrame, t
     em = full_cache_exact_match(model, tokenizer, evaluation, longest + 1)
     if min(em.values()) < threshold:
         raise ValueError(f"{where}: the LM did not learn the task, full-cache exact match {em} below train_lm.min_full_cache_em = "
-                         f"{threshold} %: train longer (train_lm.steps) or on shorter contexts first (train_lm.curriculum)")
+                         f"{threshold} %: train longer or on shorter contexts first (train_lm.curriculum)")
     return em
 
 
