@@ -218,6 +218,7 @@ def set_params(root: Path, assignments: list[str], check: Callable[[dict[str, An
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 4096  # never fold a long line
+    rt.indent(mapping=2, sequence=4, offset=2)  # block lists as params.yaml writes them: the dash two under its key
     doc = rt.load(path.read_text())
     changes = []
     for assignment in assignments:
