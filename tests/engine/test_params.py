@@ -236,3 +236,13 @@ def test_a_refused_mapping_key_is_named_as_a_key() -> None:
     with pytest.raises(SpecError) as e:
         build(Mixture, collect({"m": {"weights": {"a": -1.0}}}, ("m",)), seed=1, stage="m:s")
     assert e.value.key == "m.weights.a" and e.value.problem.startswith("got -1.0")
+
+
+def test_an_empty_lookaheadkv_curriculum_is_refused_at_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """train_lm.curriculum needs at least one phase (LM_REFUSED above tests a phase with an unknown row kind)."""
+    module = _stage_module(REPO / "stages" / "lookaheadkv.py", monkeypatch)
+    params = load_params(REPO)
+    params["lookaheadkv"]["train_lm"]["curriculum"] = []
+    with pytest.raises(SpecError) as e:
+        build(module.TrainLMParams, collect(params, ("lookaheadkv.train_lm",)), seed=1, stage="lookaheadkv:train_lm")
+    assert e.value.file == "params.yaml" and e.value.key.startswith("lookaheadkv.train_lm.curriculum"), e.value
