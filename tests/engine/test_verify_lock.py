@@ -71,3 +71,36 @@ def test_one_stage_reuses_inputs_held_at_their_locked_md5(built_toy: Path) -> No
     """In the built workspace the inputs are there at their locked md5: only the stage itself reruns."""
     results = json.loads(cli(built_toy, "verify", "--against-lock", "toy:combine", "--json").stdout)
     assert {r["stage"] for r in results} == {"toy:combine"} and all(r["reproduced"] for r in results)
+
+
+def test_it_says_on_which_machine_each_output_was_recorded(clone: Path) -> None:
+    """paperdag.lock names the machine every stage execution ran on (keyed by the outputs it wrote); verify
+    --against-lock reports, per output, whether it was recorded here or on another CPU. The lock is edited so that
+    toy:combine's outputs were made on another machine: those rows say so and name it, the rest say this one."""
+    doc = yaml.safe_load((clone / stable.LOCK_FILE).read_text())
+    assert set(doc["made_on"]) == {"toy:make", "toy:left", "toy:right", "toy:combine"}
+    here = next(iter(doc["machines"]))
+    assert set(doc["machines"]) == {here} and doc["machines"][here]["cpu"]
+    [key] = doc["made_on"]["toy:combine"]
+    doc["made_on"]["toy:combine"][key] = "0123456789ab"
+    doc["machines"]["0123456789ab"] = {"cpu": "Intel Xeon Gold", "vendor": "GenuineIntel", "family_model_stepping": "6/143/8",
+                                       "isa": ["avx2", "avx512f", "amx_tile"], "flags_md5": "x", "libc": "glibc 2.36"}
+    (clone / stable.LOCK_FILE).write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = cli(clone, "verify", "--against-lock", "toy").stdout
+    assert "recorded on this machine: 3/3 reproduced" in out
+    assert "recorded on another machine: 3/3 reproduced (Intel Xeon Gold (GenuineIntel 6/143/8, amx_tile, glibc 2.36); here: " in out
+
+
+def test_machine_records_keep_dvc_locks_version(tmp_path: Path) -> None:
+    """A stage rerun by hand more often than paperdag.lock remembers versions never evicts the execution dvc.lock
+    records; the machine is described once, however many executions name it."""
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"p-s": {
+        "cmd": "paperdag stage p:s", "outs": [{"path": "data/o.json", "hash": "md5", "md5": "a" * 32, "size": 1}]}}}))
+    for md5 in ["a" * 32, *(str(i) * 32 for i in range(1, 7))]:
+        stable.record(tmp_path, {}, "p:s", {"data/o.json": md5})
+    doc = yaml.safe_load((tmp_path / stable.LOCK_FILE).read_text())
+    keys = doc["made_on"]["p:s"]
+    assert len(keys) == 5 and stable.outputs_key({"data/o.json": "a" * 32}) in keys
+    assert len(doc["machines"]) == 1
+    assert stable.made_on(tmp_path, "p:s", {"data/o.json": "a" * 32})["cpu"] == doc["machines"][next(iter(doc["machines"]))]["cpu"]
+    assert stable.made_on(tmp_path, "p:s", {"data/o.json": "f" * 32}) is None

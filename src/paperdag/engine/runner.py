@@ -166,7 +166,8 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
             result = fn(**kwargs)
             out_md5 = _write_outputs(root, stage, result)
             stable.record(root, {a.path: (out_md5[a.path], d) for a in stage.outputs.values()
-                                 if (d := stable.digest(a, root / a.path, stage.volatile)) is not None})
+                                 if (d := stable.digest(a, root / a.path, stage.volatile)) is not None},
+                          stage.address, out_md5)
         except BaseException as e:
             record_failure(root, address, e)
             _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e} "

@@ -77,7 +77,12 @@ def git_info(root: Path) -> dict[str, str]:
 
 
 def environment() -> dict[str, str]:
-    tags = {"env.python": platform.python_version(), "env.platform": platform.platform(), "env.cpu_count": str(os.cpu_count())}
+    from paperdag.engine import machine
+
+    here = machine.describe()
+    tags = {"env.python": platform.python_version(), "env.platform": platform.platform(), "env.cpu_count": str(os.cpu_count()),
+            "env.cpu": str(here["cpu"]), "env.cpu_isa": " ".join(here["isa"]), "env.libc": str(here["libc"]),
+            "env.machine_id": machine.this_id()}
     for pkg in _PACKAGES:
         try:
             tags[f"env.{pkg}"] = metadata.version(pkg)

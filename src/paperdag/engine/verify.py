@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from paperdag.engine import artifacts, dvc, stable
+from paperdag.engine import artifacts, dvc, machine, stable
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.params import load_params
@@ -221,7 +221,10 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
     stable_lock = stable.load(root)
     results: list[dict[str, Any]] = []
 
+    here = machine.this_id()
+
     def check(s: Stage, scratch: Path) -> None:
+        made = stable.made_on(root, s.address, {a.path: locked_md5.get(a.path, "") for a in s.outputs.values()})
         for a in s.outputs.values():
             want = locked_md5.get(a.path)
             got = dvc_md5(scratch / a.path)
@@ -239,7 +242,8 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
                 row.update(reproduced=False, how="differs from dvc.lock")
             if not row["reproduced"] and (copy := _locked_copy(root, a.path, want or "")) is not None:
                 row["how"] += ": " + compare(a, copy, scratch / a.path, s.volatile, 0.0)["how"]
-            results.append({**row, "checked_md5": want or "", "status": status(row)})
+            results.append({**row, "checked_md5": want or "", "status": status(row), "recorded_on": machine.summary(made),
+                            "same_machine": None if made is None else made["id"] == here})
 
     _rerun(root, stages, check, workers)
     order = {s.address: i for i, s in enumerate(stages)}
@@ -270,4 +274,12 @@ def format_results(results: list[dict[str, Any]]) -> str:
     lines = [f"{'OK ' if r['reproduced'] else 'BAD'} {(r['stage'] + ' ' + r['path']).ljust(width)}  {r['how']}" for r in results]
     n_ok = sum(r["reproduced"] for r in results)
     lines.append(f"{n_ok}/{len(results)} outputs reproduced")
+    where = {"recorded on this machine": [r for r in results if r.get("same_machine") is True],
+             "recorded on another machine": [r for r in results if r.get("same_machine") is False],
+             "recorded where paperdag.lock does not say": [r for r in results if "recorded_on" in r and r["same_machine"] is None]}
+    for label, rows in where.items():
+        if rows:
+            machines = "; ".join(sorted({r["recorded_on"] for r in rows}))
+            lines.append(f"{label}: {sum(r['reproduced'] for r in rows)}/{len(rows)} reproduced"
+                         + (f" ({machines}; here: {machine.summary(machine.describe())})" if rows[0]["same_machine"] is False else ""))
     return "\n".join(lines)
