@@ -120,15 +120,16 @@ def test_learnability_check_holds_out_training_theorems_and_can_fail(repo: Path)
     the stage with the param named, and a hold-out that empties a family is refused."""
     import stages.proofbridge as stage
     from paperdag.engine import Item
+    from paperdag.methods.proofbridge import holdout_split
 
     data = repo / "data/proofbridge"
     theorems = pl.read_parquet(data / "theorems.parquet")
-    train, held = stage._holdout(theorems, 1)
+    train, held = holdout_split(theorems, 1)
     families = set(theorems.filter(pl.col("split") == "train")["family"])
     assert {r["family"] for r in held} == families and len(held) == len(families)
     assert not {r["id"] for r in train} & {r["id"] for r in held}
     with pytest.raises(ValueError, match="holdout_per_family"):
-        stage._holdout(theorems, 10_000)
+        holdout_split(theorems, 10_000)
     params = yaml.safe_load((repo / "params.yaml").read_text())["proofbridge"]["train_gen"]
     params |= {"min_holdout_type_correct": 1.0, "item": Item({"replicate": 0}), "seed": 0}
     with pytest.raises(ValueError, match="min_holdout_type_correct"):

@@ -5,6 +5,7 @@ logic: the formal language (linear integer arithmetic, forward proof steps) and 
 equiv: the z3 judge of semantic equivalence between statements. world: theorem families, NL paraphrases, splits
 by family. embed: the joint embedding (MiniLM top layers | byte-level encoder, projection heads, symmetric InfoNCE).
 gen: prompts, near misses, sampling and the repair chains. metrics: Recall@k / MRR, pass@k, headline, figures.
+protocol: the experiment over tables (both retrievers ranked, the generator trained and checked, each arm's chains).
 """
 
 from __future__ import annotations
@@ -20,4 +21,6 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "gen": ["ARMS", "METHOD", "Attempt", "corrupt", "near_misses", "prompt", "run_chains", "sampler", "target", "training_pools",
             "uses_repair", "uses_retrieval"],
     "metrics": ["generation_scores", "headline", "pass_at_k", "pass_figure", "recall_figure", "retrieval_scores"],
+    "protocol": ["FROZEN_VIEWS", "example_proofs", "greedy_scores", "holdout_split", "joint_retrieval", "repair_arms", "run_arm",
+                 "train_generator"],
 })
