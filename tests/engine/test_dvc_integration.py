@@ -174,3 +174,24 @@ def test_bytecode_is_not_part_of_any_code_dependency() -> None:
     for path in ("src/paperdag/lm/__pycache__/causal.cpython-311.pyc", "stages/__pycache__/mfc.cpython-311.pyc"):
         r = dvc(REPO, "check-ignore", path, check=False)
         assert r.returncode == 0, f"DVC does not ignore {path}: {r.stdout}{r.stderr}"
+
+
+def test_in_process_commit_records_a_stage_and_names_a_bad_one(built_toy: Path) -> None:
+    """`paperdag run` records each finished stage with DVC's commit in its own process (imported once, dvcmain):
+    an output changed by hand is recorded in dvc.lock as `dvc commit --force` would, the caller's working directory
+    is left where it was, and a stage DVC does not know is an error naming the command and the stage."""
+    import pytest
+
+    from paperdag.engine import dvc as engine_dvc
+    from paperdag.engine.errors import PaperdagError
+
+    out = built_toy / "data/toy/left.npy"
+    out.write_bytes(out.read_bytes() + b"\0")
+    assert "toy-left" in engine_dvc.changed_stages(built_toy, ["toy-left"])
+    cwd = os.getcwd()
+    engine_dvc.commit(built_toy, "toy-left")
+    assert os.getcwd() == cwd
+    assert engine_dvc.locked_outputs(built_toy)["data/toy/left.npy"] == dvc_md5(out)
+    assert not engine_dvc.changed_stages(built_toy, ["toy-left"])
+    with pytest.raises(PaperdagError, match=r"`dvc commit --force toy-nothing` failed"):
+        engine_dvc.commit(built_toy, "toy-nothing")

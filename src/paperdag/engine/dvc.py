@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from paperdag.engine.errors import PaperdagError
@@ -35,13 +36,40 @@ def status(root: Path) -> dict[str, list]:
     "params.yaml": {"m.train": "modified"}}}, {"changed outs": {"data/m/x.npy": "deleted"}}, "changed command"]."""
     # one status of every stage, filtered by the caller: DVC rebuilds its index per target, so `dvc status T1 .. T64`
     # costs 8x the CPU of a plain `dvc status` on this repository (61 s vs 7.5 s)
-    r = dvc(root, "status", "--json")
-    return {name.split(":")[-1]: changes for name, changes in json.loads(r.stdout or "{}").items()}
+    return _by_stage(dvc(root, "status", "--json").stdout)
+
+
+def _by_stage(out: str) -> dict[str, list]:
+    return {name.split(":")[-1]: changes for name, changes in json.loads(out or "{}").items()}
 
 
 def commit(root: Path, dvc_name: str) -> None:
-    """Record a finished stage in dvc.lock and the cache (one writer at a time: DVC's repo lock)."""
-    dvc(root, "commit", "--force", dvc_name)
+    """Record a finished stage in dvc.lock and the cache (one writer at a time: DVC's repo lock), in this process
+    (dvcmain.commit: DVC is imported once per process, not once per stage)."""
+    from dvc.exceptions import DvcException
+
+    from paperdag.engine import dvcmain
+
+    try:
+        dvcmain.commit(str(root), dvc_name)
+    except DvcException as e:
+        raise PaperdagError(f"`dvc commit --force {dvc_name}` failed: {e}") from e
+
+
+def status_started(root: Path) -> Callable[[], dict[str, list]]:
+    """`status`, started now in its own process; the returned function waits for it. The caller imports or plans
+    meanwhile (a `paperdag run` imports Prefect while DVC computes what is stale)."""
+    proc = subprocess.Popen([sys.executable, "-m", "paperdag.engine.dvcmain", "status", "--json"], cwd=root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+
+    def result() -> dict[str, list]:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            msg = (err or out).strip().splitlines()
+            raise PaperdagError(f"`dvc status --json` failed: {msg[-1] if msg else proc.returncode}")
+        return _by_stage(out)
+
+    return result
 
 
 def lock(root: Path) -> dict:

@@ -3,14 +3,17 @@
 DVC reads params.yaml once per stage that lists params (its round-trip YAML parser, pure Python): with 62 stages
 and a 29 KB params.yaml that is 7 s of a `dvc status`, nearly all of it. The engine's own DVC calls (status,
 commit) go through here, where DVC's param-file loader is memoised on (path, mtime, size); the parser, and so every
-value DVC compares with dvc.lock, is DVC's own. Users' `dvc` commands are untouched.
+value DVC compares with dvc.lock, is DVC's own. Users' `dvc` commands are untouched. `commit` runs DVC's commit in
+the calling process (a `paperdag run` records every stage it ran without importing DVC again per stage).
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import sys
+import threading
 from typing import Any
 
 
@@ -37,6 +40,37 @@ def _memoise_param_files() -> None:
         return copy.deepcopy(cache[key])
 
     param.load_path = load_path
+
+
+_memoised = False
+_IN_PROCESS = threading.Lock()  # DVC's Python API resolves targets against the working directory: one call at a time
+
+
+def preload() -> None:
+    """Import DVC's repository API (about a second) and memoise its param loader, e.g. in a thread while a stage runs."""
+    global _memoised
+    with _IN_PROCESS:
+        if not _memoised:
+            _memoise_param_files()
+            logging.getLogger("dvc").setLevel(logging.WARNING)  # its "Updating lock file" per stage says nothing
+            _memoised = True
+    import dvc.repo  # noqa: F401
+
+
+def commit(root: str, target: str) -> None:
+    """`dvc commit --force TARGET` in this process: a process that records many stages (a `paperdag run`) imports
+    DVC once instead of once per stage. Raises DVC's own error."""
+    preload()
+    from dvc.repo import Repo
+
+    with _IN_PROCESS:
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            with Repo(root) as repo:
+                repo.commit(target, force=True)
+        finally:
+            os.chdir(cwd)
 
 
 def main(argv: list[str]) -> int:

@@ -1,9 +1,9 @@
 """`paperdag run`: the same DAG as a Prefect flow — stale stages only, independent ones concurrently.
 
 Each Prefect task runs `paperdag stage` in a subprocess (the exact command DVC runs), so threads or Dask
-workers give real parallelism, and then records its stage in dvc.lock (`dvc commit`, one task at a time) before
-its downstream tasks start, so afterwards `dvc status` is clean and `dvc repro` is a no-op. The run lock
-(locks.py) keeps two runs apart.
+workers give real parallelism, and then records its stage in dvc.lock (DVC's commit, in this process, one task at
+a time) before its downstream tasks start, so afterwards `dvc status` is clean and `dvc repro` is a no-op. The run
+lock (locks.py) keeps two runs apart.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.states import Cancelled, Failed
 
-from paperdag.engine import dvc, locks, records
+from paperdag.engine import dvc, dvcmain, locks, records
 from paperdag.engine.errors import LockBusy, StageError
 from paperdag.engine.prefect_server import die_with_parent
 from paperdag.engine.render import ensure_rendered
@@ -98,6 +98,8 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         if not todo:
             print(f"{pipeline}: every stage is up to date", file=sys.stderr)
             return {}
+        # DVC's API, which records each finished stage, is imported while the first stages run
+        threading.Thread(target=dvcmain.preload, name="import dvc").start()
         flow_run_id = str(flow_run.id or "")
         parent = tracking.parent_record(repo, pipeline, {"prefect.flow_run_id": flow_run_id})
         futures: dict[str, Any] = {}

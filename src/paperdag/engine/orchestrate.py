@@ -2,17 +2,20 @@
 
 In this order, each step cheap before the next one costs: the run lock and DVC's lock (a second run is refused at
 once); `--set` overrides, validated before params.yaml is written; dvc.yaml rendered; a temporary Prefect server
-started (it takes seconds) while DVC plans the stale stages and this process imports Prefect; the flow (flow.py).
+started (it takes seconds) while DVC plans the stale stages (`dvc status`, its own process) and this process imports
+Prefect; the flow (flow.py).
 An up-to-date pipeline stops the server at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from paperdag.engine import locks
+from paperdag.engine import dvc, locks
 from paperdag.engine.errors import StageError
 from paperdag.engine.render import ensure_rendered
 from paperdag.engine.runner import validated_project
@@ -27,6 +30,14 @@ def quiet_prefect() -> None:
 
     for name in ("prefect.task_runs", "prefect.flow_runs"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
+    """No flow-run heartbeats: a temporary server dies with the run and nobody reads them, and stopping their thread
+    costs up to a second at the end of every run (it sleeps in one-second steps)."""
+    from prefect import settings
+
+    return settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
 def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None,
@@ -47,21 +58,27 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
         ensure_rendered(project)
         from paperdag.engine.prefect_server import temporary_server
 
-        # the server (seconds to start: Prefect's own imports) starts while DVC plans; it is stopped at once when
-        # there is nothing to run
+        # heartbeats are Prefect's sign of a live flow run, read only by an automation a user sets up on a lasting
+        # server: exported, they are kept
+        beats = any(os.environ.get(k) for k in ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"))
+        # the server (seconds to start: Prefect's own imports) starts while DVC plans in its own process and this
+        # one imports Prefect; it is stopped at once when there is nothing to run
         with temporary_server() as ready:
-            todo = stale_stages(project, pipeline)
+            planned = dvc.status_started(root)
+            from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
+
+            todo = stale_stages(project, pipeline, planned())
             if not todo:
                 print(f"{pipeline}: every stage is up to date", file=sys.stderr)
                 return {}
-            from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
 
             quiet_prefect()
 
             configured = flow.paperdag_pipeline.with_options(
                 task_runner=flow.task_runner(runner, address, workers, len(todo)))
             ready()
-            state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
+            with contextlib.nullcontext() if beats else _no_heartbeats():
+                state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
         if state.is_failed():
             raise StageError(state.message or f"{pipeline}: the flow failed")
         return state.result()
