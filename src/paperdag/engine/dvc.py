@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from paperdag.engine.errors import PaperdagError
@@ -54,22 +53,6 @@ def commit(root: Path, dvc_name: str) -> None:
         dvcmain.commit(str(root), dvc_name)
     except DvcException as e:
         raise PaperdagError(f"`dvc commit --force {dvc_name}` failed: {e}") from e
-
-
-def status_started(root: Path) -> Callable[[], dict[str, list]]:
-    """`status`, started now in its own process; the returned function waits for it. The caller imports or plans
-    meanwhile (a `paperdag run` imports Prefect while DVC computes what is stale)."""
-    proc = subprocess.Popen([sys.executable, "-m", "paperdag.engine.dvcmain", "status", "--json"], cwd=root, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
-
-    def result() -> dict[str, list]:
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            msg = (err or out).strip().splitlines()
-            raise PaperdagError(f"`dvc status --json` failed: {msg[-1] if msg else proc.returncode}")
-        return _by_stage(out)
-
-    return result
 
 
 def lock(root: Path) -> dict:

@@ -2,8 +2,7 @@
 
 In this order, each step cheap before the next one costs: the run lock and DVC's lock (a second run is refused at
 once); `--set` overrides, validated before params.yaml is written; dvc.yaml rendered; a temporary Prefect server
-started (it takes seconds) while DVC plans the stale stages (`dvc status`, its own process) and this process imports
-Prefect; the flow (flow.py).
+started (it takes seconds) while DVC plans the stale stages and this process imports Prefect; the flow (flow.py).
 An up-to-date pipeline stops the server at once.
 """
 
@@ -15,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from paperdag.engine import dvc, locks
+from paperdag.engine import locks
 from paperdag.engine.errors import StageError
 from paperdag.engine.render import ensure_rendered
 from paperdag.engine.runner import validated_project
@@ -61,16 +60,14 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
         # heartbeats are Prefect's sign of a live flow run, read only by an automation a user sets up on a lasting
         # server: exported, they are kept
         beats = any(os.environ.get(k) for k in ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"))
-        # the server (seconds to start: Prefect's own imports) starts while DVC plans in its own process and this
-        # one imports Prefect; it is stopped at once when there is nothing to run
+        # the server (seconds to start: Prefect's own imports) starts while DVC plans; it is stopped at once when
+        # there is nothing to run (Prefect is not even imported then: an up-to-date run stays a second or two)
         with temporary_server() as ready:
-            planned = dvc.status_started(root)
-            from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
-
-            todo = stale_stages(project, pipeline, planned())
+            todo = stale_stages(project, pipeline)
             if not todo:
                 print(f"{pipeline}: every stage is up to date", file=sys.stderr)
                 return {}
+            from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
 
             quiet_prefect()
 

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from paperdag.engine import dvc
 from paperdag.engine.spec import Project, Stage, load_project
 
 
-def stale_stages(project: Project, pipeline: str, dvc_status: Mapping[str, Any] | None = None) -> list[Stage]:
+def stale_stages(project: Project, pipeline: str) -> list[Stage]:
     """The stages a run of `pipeline` must execute, in topological order.
 
     Stale = DVC reports a change (deps, params, command or outs differ from dvc.lock, or never run), or the stage
-    is downstream of a stale one. Stages of other pipelines that this one consumes are included. `dvc_status`: a
-    `dvc status` the caller already has (dvc.status), else one is run.
+    is downstream of a stale one. Stages of other pipelines that this one consumes are included.
     """
     project.pipeline(pipeline)
     wanted: set[str] = set()
     for s in project.order(pipeline):
         wanted |= {u.address for u in project.upstream(s.address)}
     scope = [s for s in project.order() if s.address in wanted]
-    names = [s.dvc_name for s in scope]
-    changed = dvc.changed_stages(project.root, names) if dvc_status is None else set(dvc_status) & set(names)
+    changed = dvc.changed_stages(project.root, [s.dvc_name for s in scope])
     return stale_stages_from(project, changed, scope)
 
 
