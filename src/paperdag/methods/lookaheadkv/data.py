@@ -23,6 +23,8 @@ import random
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from paperdag.lm.drills import copy_drill
+
 SPLITS = ("question_after", "question_before")
 Kind = Literal["question_after", "question_before", "drill", "copy"]  # an LM training row's kind (a mixture key)
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -129,15 +131,11 @@ def make_drill(sizes: TaskSizes, rng: random.Random, queries: int) -> dict[str, 
 
 
 def make_copy(words: list[str], length: int, stretch: int, rng: random.Random) -> dict[str, str]:
-    """A language-model training example only (not a split): `length` symbols drawn at random, then the `stretch`
-    of them that starts at a random place, again. Every copied token after the first is predictable only by an
-    induction head (find the current token earlier, copy its successor) and the offset varies, so no fixed-position
-    shortcut predicts it: the densest signal there is for the mechanism the lookup is made of."""
-    if not 0 < stretch < length:
-        raise ValueError(f"a copy drill repeats a stretch shorter than its symbols: 0 < stretch < length; got {stretch}, {length}")
-    drawn = [rng.choice(words) for _ in range(length)]
-    start = rng.randrange(length - stretch + 1)
-    return {"prompt": " ".join(drawn), "response": " ".join(drawn[start : start + stretch]), "query": ""}
+    """A language-model training example only (not a split): paperdag.lm.copy_drill's `length` random symbols, then
+    the `stretch` of them that starts at a random place, again: the densest signal there is for the induction heads
+    the lookup is made of."""
+    prompt, response = copy_drill(words, length, stretch, rng)
+    return {"prompt": prompt, "response": response, "query": ""}
 
 
 def make_rows(sizes: TaskSizes, min_train_pairs: int, train_contexts: list[int], lm_examples: int, drill_examples: int,
