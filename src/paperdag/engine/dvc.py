@@ -35,11 +35,8 @@ def status(root: Path) -> dict[str, list]:
     "params.yaml": {"m.train": "modified"}}}, {"changed outs": {"data/m/x.npy": "deleted"}}, "changed command"]."""
     # one status of every stage, filtered by the caller: DVC rebuilds its index per target, so `dvc status T1 .. T64`
     # costs 8x the CPU of a plain `dvc status` on this repository (61 s vs 7.5 s)
-    return _by_stage(dvc(root, "status", "--json").stdout)
-
-
-def _by_stage(out: str) -> dict[str, list]:
-    return {name.split(":")[-1]: changes for name, changes in json.loads(out or "{}").items()}
+    r = dvc(root, "status", "--json")
+    return {name.split(":")[-1]: changes for name, changes in json.loads(r.stdout or "{}").items()}
 
 
 def commit(root: Path, dvc_name: str) -> None:
