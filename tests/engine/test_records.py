@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from support import cli, dvc, git
 from paperdag.engine import records
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.tracking import client
+from support import cli, dvc, git
 
 OFF = {records.DRAIN_ENV: "off", "PAPERDAG_WARM": "off"}  # a stage in its own process (killed here: see test_warm)
 
@@ -154,3 +154,41 @@ def test_lineage_reads_the_run_index_and_rebuilds_it_when_mlflow_changed(built_t
     time.sleep(0.01)
     client(built_toy).delete_run(gone)
     assert gone not in {r["run_id"] for r in runs_by_output(built_toy).get(key, [])}
+
+
+def test_import_runs_copies_a_worktrees_finished_runs_once(tmp_path: Path, monkeypatch) -> None:
+    """`paperdag import-runs` (engine/runimport.py): a worktree's finished runs land in the project's store with their
+    params, metric history, tags, datasets, artifacts, times and status, the child under its parent's copy; a run
+    the project has already (same record id) is not copied again, and the project's own store is refused."""
+    from paperdag.engine.errors import PaperdagError
+    from paperdag.engine.runimport import import_runs
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    worktree, project = tmp_path / "worktree", tmp_path / "project"
+    worktree.mkdir(), project.mkdir()
+    parent = records.Record(worktree, "toy", "toy flow", {"paperdag.pipeline": "toy"})
+    child = records.Record(worktree, "toy", "toy:combine", {records.PARENT_RECORD_TAG: parent.id, "paperdag.stage": "combine",
+                                                           "paperdag.out.data/c.json": "c0ffee"})
+    child.log_params({"combine": {"scale": 2}})
+    child.log_metrics({"total": 1.5})
+    child.log_dataset("data/c.json", "c0ffee" * 5 + "ab", "output", "json", "file", {})
+    (tmp_path / "metrics.json").write_text('{"total": 1.5}')
+    child.attach(tmp_path / "metrics.json", "metrics")
+    child.end("FINISHED")
+    parent.end("FINISHED")
+    assert records.drain(worktree) == 2
+
+    assert import_runs(project, str(worktree)) == {"imported": 2, "present": 0, "unfinished": 0}
+    got = {r.info.run_name: r for r in client(project).search_runs([client(project).get_experiment_by_name("toy").experiment_id])}
+    source = {r.info.run_name: r for r in client(worktree).search_runs([client(worktree).get_experiment_by_name("toy").experiment_id])}
+    copy, original = got["toy:combine"], source["toy:combine"]
+    assert copy.data.params == {"combine.scale": "2"} and copy.data.metrics == {"total": 1.5}
+    assert copy.data.tags["paperdag.out.data/c.json"] == "c0ffee" and copy.data.tags["paperdag.imported_run_id"] == original.info.run_id
+    assert copy.data.tags["mlflow.parentRunId"] == got["toy flow"].info.run_id
+    assert (copy.info.status, copy.info.start_time, copy.info.end_time) == ("FINISHED", original.info.start_time, original.info.end_time)
+    assert [(d.dataset.name, d.dataset.digest) for d in copy.inputs.dataset_inputs] == [("data/c.json", "c0ffee" * 5 + "ab")]
+    assert [a.path for a in client(project).list_artifacts(copy.info.run_id, "metrics")] == ["metrics/metrics.json"]
+
+    assert import_runs(project, str(worktree / "mlflow.db")) == {"imported": 0, "present": 2, "unfinished": 0}
+    with pytest.raises(PaperdagError, match="own MLflow store"):
+        import_runs(project, str(project))

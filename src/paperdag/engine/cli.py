@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                                       "environment, verify (exit 1 when one is broken)")
     au.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline")
     au.add_argument("--json", action="store_true")
+    im = sub.add_parser("import-runs", help="copy the finished runs of another MLflow store (a git worktree's mlflow.db) "
+                                            "that this project's lacks, so lineage and audit find them")
+    im.add_argument("source", help="a tracking URI, an mlflow.db file or a directory holding one")
+    im.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline")
     cl = sub.add_parser("claims", help="judge the pipelines' declared claims on their metrics: held, not held, within noise")
     cl.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="default: every pipeline with claims")
     cl.add_argument("--check", action="store_true", help="exit 1 unless every claim is held")
@@ -199,6 +203,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         result = audit(root, args.pipelines or None)
         print(json.dumps(result, indent=2) if args.json else format_audit(result))
         return 0 if result["ok"] else 1
+    if args.command == "import-runs":
+        from paperdag.engine.runimport import import_runs
+
+        counts = import_runs(root, args.source, args.pipelines or None)
+        print(f"imported {counts['imported']} runs from {args.source} ({counts['present']} already here, "
+              f"{counts['unfinished']} unfinished there: left)")
+        return 0
     if args.command == "claims":
         from paperdag.engine import claims
         from paperdag.engine.spec import load_project
