@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from support import cli, dvc
 from paperdag.engine import records
 from paperdag.engine.tracking import client
+from support import cli, dvc
 
 
 def wait_for(predicate, what: str, timeout: float = 120) -> None:
@@ -103,3 +103,30 @@ def test_a_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path, tmp_pa
     p.write_text(p.read_text().replace("seconds: 30.0", "seconds: 0.1"))
     assert cli(built_toy, "run", "toy", env={"PREFECT_API_URL": "", "PREFECT_HOME": env["PREFECT_HOME"]}).returncode == 0
     assert "up to date" in dvc(built_toy, "status").stdout
+
+
+def test_a_run_stopped_with_sigterm_stops_its_stage_at_once(built_toy: Path, prefect_server: str) -> None:
+    """SIGTERM to `paperdag run` mid-stage (what `kill`, a scheduler or a CI timeout sends): the run stops its stage
+    instead of waiting for it to finish, exits non-zero within seconds, and both the stage's run and the parent run
+    end KILLED; nothing is left RUNNING and dvc.lock is untouched, so a rerun does the work."""
+    slow_left(built_toy, 60.0)
+    before, since = (built_toy / "dvc.lock").read_text(), time.time() * 1000
+    run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy"], cwd=built_toy, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+    def stages() -> list[int]:  # the run's `paperdag stage` processes, once their run record is written (the parent's is one)
+        if len(records.pending(built_toy)) < 2:
+            return []
+        return [p for p in _children(run.pid) if b"stage" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+    wait_for(lambda: stages(), "the run's first stage")
+    started = stages()
+    t = time.perf_counter()
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(30) != 0 and time.perf_counter() - t < 30, "the run waited for its 60 s stage"
+    wait_for(lambda: not any(_alive(p) for p in started), "the stage to stop", timeout=30)
+    c = client(built_toy)  # drains
+    found = [r for r in c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000) if r.info.start_time >= since]
+    assert found and all(r.info.status == "KILLED" for r in found), [(r.info.run_name, r.info.status) for r in found]
+    assert any(r.data.tags.get("paperdag.stage") == "left" for r in found) and any("paperdag.stage" not in r.data.tags for r in found)
+    assert (built_toy / "dvc.lock").read_text() == before

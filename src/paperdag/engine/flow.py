@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -19,9 +18,8 @@ from typing import Any
 from prefect import flow, task
 from prefect.states import Cancelled, Failed
 
-from paperdag.engine import dvc, dvcmain, locks, records
+from paperdag.engine import children, dvc, dvcmain, locks, records
 from paperdag.engine.errors import LockBusy, StageError
-from paperdag.engine.prefect_server import die_with_parent
 from paperdag.engine.render import ensure_rendered
 from paperdag.engine.settings import prefect_defaults
 from paperdag.engine.spec import load_project
@@ -41,8 +39,6 @@ def _stage_command(address: str) -> list[str]:
 # ready stage needs (a matrix's infer@0 waiting on train@0 kept train@1 from starting). The pool gets a thread per
 # task; this semaphore bounds the stage subprocesses instead.
 _SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
-
-
 def execute_stage(root: str, address: str, dvc_name: str, parent_run_id: str, flow_run_id: str) -> str:
     """Run one stage in a subprocess (on whichever worker Prefect placed this task; it dies with this process), then
     record it in dvc.lock.
@@ -54,11 +50,14 @@ def execute_stage(root: str, address: str, dvc_name: str, parent_run_id: str, fl
     stage, its error and where its traceback is."""
     env = {**os.environ, PARENT_RUN_ENV: parent_run_id, FLOW_RUN_ENV: flow_run_id}
     with _SLOTS:
-        r = subprocess.run(_stage_command(address), cwd=root, env=env, preexec_fn=die_with_parent)
-    if r.returncode != 0:
+        try:
+            returncode = children.run(_stage_command(address), cwd=root, env=env)
+        except children.Stopped:
+            raise StageError(f"stage {address} not started: the run was stopped") from None
+    if returncode != 0:
         from paperdag.engine.failures import failure_summary
 
-        raise StageError(failure_summary(Path(root), address, r.returncode))
+        raise StageError(failure_summary(Path(root), address, returncode))
     with locks.commit_lock(Path(root)):
         dvc.commit(Path(root), dvc_name)
     return address
@@ -98,6 +97,7 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         if not todo:
             print(f"{pipeline}: every stage is up to date", file=sys.stderr)
             return {}
+        children.reset()
         # DVC's API, which records each finished stage, is imported while the first stages run
         threading.Thread(target=dvcmain.preload, name="import dvc").start()
         flow_run_id = str(flow_run.id or "")
@@ -121,9 +121,12 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
                     reasons.append(f.state.message)
                 else:
                     status[s.address] = "not run (an upstream stage failed)"
-        except BaseException as e:
+        except BaseException as e:  # SIGTERM (Prefect raises it here), Ctrl-C: stop the stages, end the parent run
+            children.stop_all()
             parent.set_tags({"paperdag.error": f"{type(e).__name__}: {e}", "paperdag.stages": json.dumps(status)})
-            parent.end("KILLED" if isinstance(e, KeyboardInterrupt) else "FAILED")
+            from prefect.exceptions import TerminationSignal
+
+            parent.end("KILLED" if isinstance(e, (KeyboardInterrupt, TerminationSignal)) else "FAILED")
             records.start_drainer(repo)
             raise
         ok = all(v == "done" for v in status.values())
