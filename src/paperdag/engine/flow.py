@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
+from prefect.exceptions import TerminationSignal
 from prefect.states import Cancelled, Failed
 
 from paperdag.engine import children, dvc, dvcmain, locks, records
@@ -39,6 +40,8 @@ def _stage_command(address: str) -> list[str]:
 # ready stage needs (a matrix's infer@0 waiting on train@0 kept train@1 from starting). The pool gets a thread per
 # task; this semaphore bounds the stage subprocesses instead.
 _SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
+
+
 def execute_stage(root: str, address: str, dvc_name: str, parent_run_id: str, flow_run_id: str) -> str:
     """Run one stage in a subprocess (on whichever worker Prefect placed this task; it dies with this process), then
     record it in dvc.lock.
@@ -124,8 +127,6 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         except BaseException as e:  # SIGTERM (Prefect raises it here), Ctrl-C: stop the stages, end the parent run
             children.stop_all()
             parent.set_tags({"paperdag.error": f"{type(e).__name__}: {e}", "paperdag.stages": json.dumps(status)})
-            from prefect.exceptions import TerminationSignal
-
             parent.end("KILLED" if isinstance(e, (KeyboardInterrupt, TerminationSignal)) else "FAILED")
             records.start_drainer(repo)
             raise
