@@ -245,8 +245,7 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
     when = doc["end_ms"] or doc["start_ms"]
     metrics = [Metric(k, v, when, 0) for k, v in sorted(doc["metrics"].items())]
     run_tags = [RunTag(k, v) for k, v in tags.items()]
-    for i in range(0, max(len(params), len(metrics), len(run_tags)), 100):
-        client.log_batch(run_id, params=params[i:i + 100], metrics=metrics[i:i + 100], tags=run_tags[i:i + 100])
+    log_in_batches(client, run_id, params, metrics, run_tags)
     _log_datasets(client, run_id, doc.get("datasets", []), resumed=bool(found))
     d = runs_dir(root)
     for rel, subdir in doc["artifacts"]:
@@ -256,6 +255,12 @@ def _log(client: Any, root: Path, doc: dict[str, Any]) -> str:
     if indexed:
         _index_append(root, [index_entry(run_id, exp, doc["status"], tags, doc["start_ms"], doc["end_ms"])])
     return run_id
+
+
+def log_in_batches(client: Any, run_id: str, params: list, metrics: list, tags: list, size: int = 100) -> None:
+    """MLflow's log_batch over lists of any length (its REST API caps each call's params, metrics and tags)."""
+    for i in range(0, max(len(params), len(metrics), len(tags)), size):
+        client.log_batch(run_id, params=params[i:i + size], metrics=metrics[i:i + size], tags=tags[i:i + size])
 
 
 def _log_datasets(client: Any, run_id: str, datasets: list[dict[str, str]], resumed: bool) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from paperdag.engine.errors import PaperdagError
-from paperdag.engine.records import RECORD_TAG, TERMINAL
+from paperdag.engine.records import RECORD_TAG, TERMINAL, log_in_batches
 
 PARENT = "mlflow.parentRunId"
 
@@ -83,8 +83,7 @@ def _copy(src: Any, dst: Any, experiment: str, run: Any, uri: str, parent: str |
     params = [Param(k, v) for k, v in sorted(run.data.params.items())]
     metrics = [m for key in sorted(run.data.metrics) for m in src.get_metric_history(run.info.run_id, key)]
     run_tags = [RunTag(k, v) for k, v in sorted(tags.items())]
-    for i in range(0, max(len(params), len(metrics), len(run_tags)), 100):
-        dst.log_batch(new, params=params[i:i + 100], metrics=metrics[i:i + 100], tags=run_tags[i:i + 100])
+    log_in_batches(dst, new, params, metrics, run_tags)
     if run.inputs and run.inputs.dataset_inputs:
         dst.log_inputs(new, datasets=list(run.inputs.dataset_inputs))
     if src.list_artifacts(run.info.run_id):
