@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from paperdag.engine import Item
 from paperdag.engine.params import Fraction, PositiveFraction
@@ -108,7 +108,7 @@ def train(params: TrainParams, train_rows: pl.DataFrame) -> dict[str, object]:
 @dataclass(frozen=True)
 class InferParams:
     alphas: list[Fraction]  # the CK-PLUG sweep: must hold 0.0 and 1.0, the ends of the MR range
-    cad_betas: list[PositiveFloat]  # CAD's strength sweep (the baseline at its best beta)
+    cad_betas: list[NonNegativeFloat]  # CAD's strength sweep (the baseline at its best beta; 0 = plain RAG)
     conflict_rule: ConflictRule
     entropy_over: EntropyOver  # CK-PLUG's entropies: head (official code) or vocab; the other is decoded beside it
     relative_top: PositiveFraction

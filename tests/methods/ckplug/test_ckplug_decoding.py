@@ -117,17 +117,31 @@ def test_cad_contrasts_context_and_parametric_logits() -> None:
 
 
 def test_entropies_over_the_head_differ_from_the_vocabulary_and_change_the_decision() -> None:
-    """The official code's entropies are on each distribution filtered to its relative-top head: a long tail of tiny
-    probabilities raises the full-vocabulary entropy but not the head's. p_ctx is sure of token 0 (.6) with a tail of
-    1000 tokens at .0004; p_par is (.45, .55). Over the vocabulary H(p_ctx) ~ 3.4 > H(p_par) = .69: a conflict, and
-    alpha = 1 follows memory (token 1). Over the heads H(p_ctx) = 0: no conflict, p_ctx is kept (token 0)."""
+    """The official code's entropies are on both distributions restricted to V_head (the union of their relative-top
+    heads): a long tail of tiny probabilities raises the full-vocabulary entropy but not the head's. p_ctx is sure of
+    token 0 (.6) with a tail of 1000 tokens at .0004; p_par is (.45, .55). Over the vocabulary H(p_ctx) ~ 3.4 >
+    H(p_par) = .69: a conflict, and alpha = 1 follows memory (token 1). Over V_head = {0, 1} H(p_ctx) ~ 0: no
+    conflict, p_ctx is kept (token 0)."""
     ctx = torch.tensor([[0.6, 1e-9] + [0.0004] * 1000], dtype=torch.float64).log()
     par = torch.tensor([[0.45, 0.55] + [1e-9] * 1000], dtype=torch.float64).log()  # real LMs have no exact zeros
-    assert filtered(ctx, 0.01, 1).exp()[0, 0].item() == pytest.approx(1.0)
-    assert entropy(filtered(ctx, 0.01, 1)).item() == pytest.approx(0.0) and entropy(ctx).item() > 3.0
-    assert is_conflict(par, ctx).item() and not is_conflict(filtered(par, 0.01, 1), filtered(ctx, 0.01, 1)).item()
+    f_par, f_ctx = filtered(par, ctx, 0.01, 1)
+    assert f_ctx.exp()[0, 0].item() == pytest.approx(1.0) and f_par.exp()[0, :2].tolist() == pytest.approx([0.45, 0.55])
+    assert entropy(f_ctx).item() == pytest.approx(0.0, abs=1e-6) and entropy(ctx).item() > 3.0
+    assert is_conflict(par, ctx).item() and not is_conflict(f_par, f_ctx).item()
     head = ckplug_step(par, ctx, 1.0, min_head=1, entropy_over="head")
     vocab = ckplug_step(par, ctx, 1.0, min_head=1, entropy_over="vocab")
     assert torch.equal(head, ctx) and vocab.argmax(-1).item() == 1
     with pytest.raises(ValueError, match="entropy_over"):
         ckplug_step(par, ctx, 1.0, entropy_over="other")
+
+
+def test_head_entropies_are_over_the_union_of_both_heads_as_in_the_official_code() -> None:
+    """A token in p_par's head but below p_ctx's threshold keeps its p_ctx mass in the restricted p_ctx (the official
+    relative_top_filter masks only tokens below both thresholds): p_ctx = (.5, .004, tail) restricted to {0, 1} has
+    entropy > 0, where p_ctx restricted to its own head {0} would have none."""
+    ctx = torch.tensor([[0.5, 0.004] + [0.0005] * 992], dtype=torch.float64).log()
+    par = torch.tensor([[0.5, 0.5] + [1e-9] * 992], dtype=torch.float64).log()
+    f_par, f_ctx = filtered(par, ctx, 0.01, 1)
+    assert torch.isfinite(f_ctx[0]).tolist() == [True, True] + [False] * 992
+    assert f_ctx.exp()[0, 1].item() == pytest.approx(0.004 / 0.504) and entropy(f_ctx).item() > 0.04
+    assert torch.equal(torch.isfinite(f_par), torch.isfinite(f_ctx))

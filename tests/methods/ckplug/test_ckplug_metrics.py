@@ -23,7 +23,7 @@ def test_table_has_one_row_per_method_and_alpha() -> None:
     """Two CK-PLUG alphas, RAG and no-RAG: ConR / ParR / MR from the counterfactual rows (and on the items no-RAG
     recalls), acc per noise level and group from the adaptive rows."""
     rows = []
-    methods = (("no-rag", None, ["red", "grey"]), ("rag", None, ["blue", "red"]), ("ck-plug", 0.0, ["blue", "blue"]),
+    methods = (("no-rag", None, ["red", "grey"]), ("rag", None, ["blue", "red"]), ("ck-plug", 0.0, ["blue", "tennis"]),
                ("ck-plug", 1.0, ["red", "red"]))
     for method, alpha, preds in methods:
         rows += [{"set": "counterfactual", "item": i, "method": method, "alpha": alpha, "prediction": p, "context_answer": "blue",
@@ -35,6 +35,9 @@ def test_table_has_one_row_per_method_and_alpha() -> None:
     assert (by[("rag", None)]["ConR"], by[("rag", None)]["ParR"], by[("rag", None)]["MR"]) == (50.0, 50.0, 50.0)
     assert by[("rag", None)]["MR_recalled"] == 0.0 and by[("rag", None)]["recalled_items"] == 1  # item 0: no-RAG says red
     assert by[("ck-plug", 0.0)]["MR"] == 0.0 and by[("ck-plug", 1.0)]["MR"] == 100.0
+    # MR does not see an answer that is neither the context's nor memory's ("tennis"): `neither` does
+    assert by[("ck-plug", 0.0)]["ConR"] == 50.0 and by[("ck-plug", 0.0)]["neither"] == 50.0
+    assert by[("rag", None)]["neither"] == 0.0 and by[("no-rag", None)]["neither"] == 50.0
     assert by[("ck-plug", 1.0)]["acc_by_noise"] == {"0.5": {"acc": 100.0, "by_group": {"noisy_known": 100.0}}}
     assert by[("ck-plug", 0.0)]["acc_by_noise"]["0.5"]["acc"] == 0.0
 

@@ -22,9 +22,11 @@ REPLICATES = [str(r) for r in load_project(REPO).pipeline("ckplug").smoke["ckplu
 ARMS = yaml.safe_load((REPO / "params.yaml").read_text())["ckplug"]["trainings"]
 ELEMENTS = [f"{a}-{r}" for a in ARMS for r in REPLICATES]  # the matrix elements' keys
 INTERVAL_KEYS = {"closed_book_recall", "mr_alpha0", "mr_alpha1", "mr_range", "mr_range_recalled", "mr_rag", "decode_cost_ratio",
-                 "adaptive_minus_rag", "adaptive_minus_norag", "adaptive_minus_cad"}
+                 "adaptive_minus_rag", "adaptive_minus_norag", "adaptive_minus_cad", "adaptive_minus_fixed_alpha",
+                 "conr_alpha0_minus_rag"}
 CLAIMS = {"mr_range_wide", "mr_monotone", "adaptive_beats_rag", "adaptive_beats_norag", "adaptive_beats_cad", "decode_cost",
-          "task_learnable", "mr_range_wide_training_free", "adaptive_beats_rag_training_free"}
+          "task_learnable", "mr_range_wide_training_free", "adaptive_beats_rag_training_free", "adaptive_beats_fixed_alpha",
+          "conr_alpha0_above_rag", "adaptive_beats_norag_training_free"}
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +124,15 @@ def _predictions(repo: Path, r: str) -> Path:
     return repo / f"data/ckplug/predictions/{r}.parquet"
 
 
-def _replace_predictions(repo: Path, methods: list[str], by: str) -> None:
-    """Every row of `methods` (each alpha) gets the prediction `by` made for the same (set, item): what a decoder
-    that behaves like the baseline would have written."""
+def _replace_predictions(repo: Path, methods: list[str], by: str, alpha: float | None = None, only_set: str | None = None) -> None:
+    """Every row of `methods` (each alpha; of `only_set` if given) gets the prediction `by` (at `alpha`, for CK-PLUG's
+    sweep) made for the same (set, item): what a decoder that behaves like the baseline would have written."""
     for r in ELEMENTS:
         df = pl.read_parquet(_predictions(repo, r))
-        base = df.filter(pl.col("method") == by).select("set", "item", pl.col("prediction").alias("baseline_prediction"))
+        base = df.filter((pl.col("method") == by) & pl.col("alpha").eq_missing(alpha)).select("set", "item", pl.col("prediction").alias("baseline_prediction"))
         out = df.join(base, on=["set", "item"], how="left", maintain_order="left").with_columns(
-            pl.when(pl.col("method").is_in(methods)).then(pl.col("baseline_prediction")).otherwise(pl.col("prediction"))
+            pl.when(pl.col("method").is_in(methods) & (pl.col("set") == only_set if only_set else pl.lit(True)))
+            .then(pl.col("baseline_prediction")).otherwise(pl.col("prediction"))
             .alias("prediction")).drop("baseline_prediction")
         assert out.height == df.height and out.columns == df.columns
         out.write_parquet(_predictions(repo, r))
@@ -137,8 +140,9 @@ def _replace_predictions(repo: Path, methods: list[str], by: str) -> None:
 
 def _oracle(repo: Path) -> None:
     """Inputs under which every claim's effect is there: adaptive CK-PLUG answers the gold, CK-PLUG at alpha answers
-    memory on a share alpha of the counterfactual items (MR = 100 alpha), recall is perfect, CK-PLUG decodes at twice
-    plain decoding's time per token."""
+    memory on a share alpha of the counterfactual items and the context on the rest (MR = 100 alpha, ConR at alpha 0
+    100 %) and RAG's answers on the adaptive set, RAG answers memory on the counterfactual set (ConR 0), recall is
+    perfect, CK-PLUG decodes at twice plain decoding's time per token."""
     for r in ELEMENTS:
         df = pl.read_parquet(_predictions(repo, r))
         n = df.filter(pl.col("set") == "counterfactual")["item"].max() + 1
@@ -147,8 +151,10 @@ def _oracle(repo: Path) -> None:
             pl.when((pl.col("method") == "ck-plug-adaptive") & (pl.col("set") == "adaptive")).then(pl.col("gold"))
             .when(ck_cf & (pl.col("item") < (pl.col("alpha") * n).round())).then(pl.col("memory_answer"))
             .when(ck_cf).then(pl.col("context_answer"))
+            .when((pl.col("method") == "rag") & (pl.col("set") == "counterfactual")).then(pl.col("memory_answer"))
             .otherwise(pl.col("prediction")).alias("prediction"))
         df.write_parquet(_predictions(repo, r))
+    _replace_predictions(repo, ["ck-plug"], "rag", only_set="adaptive")
     _set_recall(repo, 1.0)
     _set_cost_ratio(repo, 2.0)
 
@@ -205,22 +211,26 @@ def test_every_claim_can_hold_under_oracle_inputs(claims_repo: Path) -> None:
     replicates) at least pass on their mean."""
     claims = _judge(claims_repo, _oracle)
     assert set(claims) == CLAIMS
-    for name in ("mr_range_wide", "mr_monotone", "decode_cost", "task_learnable", "mr_range_wide_training_free"):
+    for name in ("mr_range_wide", "mr_monotone", "decode_cost", "task_learnable", "mr_range_wide_training_free", "conr_alpha0_above_rag"):
         assert claims[name]["status"] == "held", (name, claims[name])
     for name in ADAPTIVE_CLAIMS:
         assert claims[name]["status"] in ("held", "within_noise"), (name, claims[name])
 
 
-ADAPTIVE_CLAIMS = {"adaptive_beats_rag", "adaptive_beats_norag", "adaptive_beats_cad", "adaptive_beats_rag_training_free"}
+ADAPTIVE_CLAIMS = {"adaptive_beats_rag", "adaptive_beats_norag", "adaptive_beats_cad", "adaptive_beats_fixed_alpha",
+                   "adaptive_beats_rag_training_free", "adaptive_beats_norag_training_free"}
 # each swap replaces one method output by its strongest baseline's, and the claims it must break. Swaps touching
 # different inputs (rows of other methods, other files) are judged in one evaluate rerun; adaptive CK-PLUG's rows are
 # replaced by RAG's, no-RAG's or CAD's (one beta) in separate reruns. Every swap edits both training arms.
 SWAPS = {
     "adaptive_by_rag": ({"adaptive_beats_rag", "adaptive_beats_rag_training_free"},
                         lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "rag")),
-    "adaptive_by_norag": ({"adaptive_beats_norag"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "no-rag")),
+    "adaptive_by_norag": ({"adaptive_beats_norag", "adaptive_beats_norag_training_free"},
+                          lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "no-rag")),
+    "adaptive_by_fixed_alpha": ({"adaptive_beats_fixed_alpha"},
+                                lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "ck-plug", alpha=1.0)),
     "adaptive_by_cad": ({"adaptive_beats_cad"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "cad beta=0.5")),
-    "alpha_sweep_constant": ({"mr_range_wide", "mr_monotone", "mr_range_wide_training_free"},
+    "alpha_sweep_constant": ({"mr_range_wide", "mr_monotone", "mr_range_wide_training_free", "conr_alpha0_above_rag"},
                              lambda repo: _replace_predictions(repo, ["ck-plug"], "rag")),
     "untrained_recall": ({"task_learnable"}, lambda repo: _set_recall(repo, 0.0)),
     "three_passes_per_token": ({"decode_cost"}, lambda repo: _set_cost_ratio(repo, 3.0)),
@@ -228,11 +238,13 @@ SWAPS = {
 
 
 @pytest.mark.parametrize("swaps", [["adaptive_by_rag", "alpha_sweep_constant", "untrained_recall", "three_passes_per_token"],
-                                   ["adaptive_by_norag"], ["adaptive_by_cad"]], ids=["rag-sweep-recall-cost", "norag", "cad"])
+                                   ["adaptive_by_norag"], ["adaptive_by_cad"], ["adaptive_by_fixed_alpha"]],
+                         ids=["rag-sweep-recall-cost", "norag", "cad", "fixed-alpha"])
 def test_claim_is_not_held_when_the_method_output_is_the_baselines(claims_repo: Path, swaps: list[str]) -> None:
     """Starting from the oracle inputs (every claim passes), replacing the method's output by its strongest baseline's
     makes exactly the claims about that output not held: adaptive CK-PLUG's predictions by RAG's (or no-RAG's, or
-    CAD's at one beta: never above CAD at its best), every alpha of the CK-PLUG sweep by RAG's (a constant: no knob),
+    CAD's at one beta: never above CAD at its best, or CK-PLUG's at alpha 1: never above its best fixed alpha), every
+    alpha of the CK-PLUG sweep by RAG's (a constant: no knob, and alpha 0 follows the context no more than RAG),
     closed-book recall by an untrained model's (0), CK-PLUG's decoding time by three plain passes per token. Claims
     whose inputs no swap touches stay held."""
     failing = set().union(*(SWAPS[s][0] for s in swaps))

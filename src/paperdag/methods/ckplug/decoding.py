@@ -5,8 +5,8 @@ next-token distributions of two views of one example:
 
     CG = H(p_par) - H(p_ctx)                                   confidence gain (entropy shift from the context)
     conflict: CG < 0  (paper)   or   CG - H(p_ctx) < 0  (official code)
-    entropies: over the full vocabulary ("vocab") or, as the official code, over each distribution filtered to its
-    own relative-top head and renormalised ("head"); the same choice feeds CG, the conflict test and Eq. 10
+    entropies: over the full vocabulary ("vocab") or, as the official code, over V_head (both distributions restricted
+    to it and renormalised: "head"); the same choice feeds CG, the conflict test and Eq. 10
     q_par  = log p_par                                          parametric score
     q_cont = log p_ctx - log p_par                              contextual score (what the context adds)
     p_hat  = softmax_{x in V_head}(alpha q_par + (1 - alpha) q_cont)    on conflict steps, else p_ctx
@@ -84,11 +84,13 @@ def adaptive_alpha(log_p_par: torch.Tensor, log_p_ctx: torch.Tensor) -> torch.Te
     return torch.where(total > 0, h_ctx / total.clamp(min=1e-12), torch.full_like(total, 0.5))
 
 
-def filtered(log_p: torch.Tensor, relative_top: float = 0.01, min_head: int = 10) -> torch.Tensor:
-    """log p restricted to its own head (head_mask) and renormalised: the distribution the official code takes
-    entropies on (-inf outside the head)."""
-    mask = head_mask(log_p, relative_top, min_head)
-    return torch.where(mask, log_p, torch.full_like(log_p, NEG_INF)).log_softmax(-1)
+def filtered(log_p_par: torch.Tensor, log_p_ctx: torch.Tensor, relative_top: float = 0.01,
+             min_head: int = 10) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both distributions restricted to V_head (the union of their relative-top heads) and renormalised (-inf
+    outside): what the official code takes its entropies on (its relative_top_filter masks the tokens below both
+    thresholds in both views)."""
+    head = head_mask(log_p_par, relative_top, min_head) | head_mask(log_p_ctx, relative_top, min_head)
+    return tuple(torch.where(head, lp, torch.full_like(lp, NEG_INF)).log_softmax(-1) for lp in (log_p_par, log_p_ctx))
 
 
 def ckplug_step(
@@ -101,11 +103,11 @@ def ckplug_step(
     entropy_over: str = "vocab",
 ) -> torch.Tensor:
     """One CK-PLUG step: log p_hat on conflict rows, log p_ctx elsewhere; alpha=None is the adaptive mode. Entropies
-    (CG, the conflict test, Eq. 10) over the full vocabulary or over each distribution's relative-top head."""
+    (CG, the conflict test, Eq. 10) over the full vocabulary or over V_head."""
     if entropy_over not in ENTROPY_OVER:
         raise ValueError(f"entropy_over {entropy_over!r}: choose one of {ENTROPY_OVER}")
     if entropy_over == "head":
-        h_par, h_ctx = filtered(log_p_par, relative_top, min_head), filtered(log_p_ctx, relative_top, min_head)
+        h_par, h_ctx = filtered(log_p_par, log_p_ctx, relative_top, min_head)
     else:
         h_par, h_ctx = log_p_par, log_p_ctx
     a = adaptive_alpha(h_par, h_ctx) if alpha is None else alpha

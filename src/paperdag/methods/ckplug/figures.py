@@ -1,4 +1,4 @@
-"""ckplug's result figure: MR, ConR and ParR against alpha, mean over replicates with its interval, beside the
+"""ckplug's result figure: MR, ConR, ParR and the share answering neither against alpha, mean over replicates with its interval, beside the
 baselines' MR (paperdag.figures' blocks). Only the stage drawing it imports this module, so restyling it reruns
 evaluate and no training."""
 
@@ -22,7 +22,8 @@ def mr_vs_alpha(arms: dict[str, dict[str, dict]]) -> Figure:
 def _panel(ax, arm: str, per: dict[str, dict]) -> None:
     tables = [sorted((r for r in p["table"] if r["method"] == "ck-plug"), key=lambda r: r["alpha"]) for p in per.values()]
     alphas, several = [r["alpha"] for r in tables[0]], len(tables) > 1
-    for column, colour, style, marker in (("MR", "tab:blue", "-", "o"), ("ConR", "tab:orange", ":", "."), ("ParR", "tab:green", ":", ".")):
+    for column, colour, style, marker in (("MR", "tab:blue", "-", "o"), ("ConR", "tab:orange", ":", "."), ("ParR", "tab:green", ":", "."),
+                                            ("neither", "tab:gray", "-.", "x")):
         stats = [interval([t[i][column] for t in tables]) for i in range(len(alphas))]
         mean_band(ax, alphas, [s["mean"] for s in stats], low=[s["ci95_low"] for s in stats] if several else None,
                   high=[s["ci95_high"] for s in stats], colour=colour, style=style, marker=marker, label=f"CK-PLUG {column} (mean)",

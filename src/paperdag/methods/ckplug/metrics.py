@@ -2,7 +2,8 @@
 
 A prediction hits an answer when the normalised answer occurs in the normalised prediction (word-bounded).
 ConR = share recalling the context's (counterfactual) answer, ParR = share recalling the memorised answer,
-MR = ParR / (ParR + ConR): 0 = always the context, 100 = always memory.
+MR = ParR / (ParR + ConR): 0 = always the context, 100 = always memory; neither = share recalling neither answer (MR
+does not see it: a decoder that answers junk can still move MR).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def memory_recall_table(predictions: pl.DataFrame, runs: list[dict]) -> list[dic
         ad = mine.filter(pl.col("set") == "adaptive")
         con_r = recall(cf["prediction"].to_list(), cf["context_answer"].to_list())
         par_r = recall(cf["prediction"].to_list(), cf["memory_answer"].to_list())
+        neither = (100.0 * sum(not contains_answer(p, c) and not contains_answer(p, m)
+                               for p, c, m in cf.select("prediction", "context_answer", "memory_answer").iter_rows()) / cf.height
+                   if cf.height else float("nan"))
         known = cf.filter(pl.col("item").is_in(sorted(recalled)))
         con_k = recall(known["prediction"].to_list(), known["context_answer"].to_list())
         par_k = recall(known["prediction"].to_list(), known["memory_answer"].to_list())
@@ -62,6 +66,7 @@ def memory_recall_table(predictions: pl.DataFrame, runs: list[dict]) -> list[dic
             "ConR": con_r,
             "ParR": par_r,
             "MR": memory_ratio(par_r, con_r),
+            "neither": neither,
             "MR_recalled": memory_ratio(par_k, con_k) if known.height else None,
             "recalled_items": known.height,
             "acc_by_noise": by_noise or None,
@@ -95,13 +100,22 @@ def seconds_per_token(runs: list[dict], method: str) -> float:
 
 
 ADAPTIVE = "ck-plug-adaptive"
-BASELINES = {"rag": "rag", "norag": "no-rag"}  # headline name -> method; CAD (best beta) is added per level
+BASELINES = {"rag": "rag", "norag": "no-rag"}  # headline name -> method; CAD (best beta) and CK-PLUG (best fixed alpha) per level
+TUNED = ("cad", "fixed_alpha")  # baselines at their best setting per noise level, chosen on that level's test items
 
 
-def _accuracy(by: dict, method: str) -> dict[str, float]:
+def _accuracy(by: dict, method: str, alpha: float | None = None) -> dict[str, float]:
     """noise level -> a method's accuracy on that level of the adaptive set."""
-    levels = by[(method, None)]["acc_by_noise"]
+    levels = by[(method, alpha)]["acc_by_noise"]
+    if not levels:
+        raise ValueError(f"predictions: {method}{'' if alpha is None else f' at alpha {alpha:g}'} did not decode the adaptive set; rerun ckplug:infer")
     return {k: v["acc"] for k, v in levels.items()}
+
+
+def _best(accuracies: dict[str, dict[str, float]], levels) -> tuple[dict[str, float], dict[str, str]]:
+    """Per noise level, the best of several settings' accuracies, and which setting (the first on a tie)."""
+    best = {k: max(accuracies, key=lambda s: accuracies[s][k]) for k in levels}
+    return {k: accuracies[best[k]][k] for k in levels}, best
 
 
 def replicate_numbers(closed_book_recall: float, predictions: pl.DataFrame, runs: list[dict]) -> dict[str, object]:
@@ -119,14 +133,20 @@ def replicate_numbers(closed_book_recall: float, predictions: pl.DataFrame, runs
     adaptive_other = _accuracy(by, f"{ADAPTIVE}{other[len('ck-plug'):]}")
     acc = {name: _accuracy(by, m) for name, m in BASELINES.items()}
     cad_acc = {c: _accuracy(by, c) for c in cads}
-    acc["cad"] = {k: max(cad_acc[c][k] for c in cads) for k in adaptive}  # CAD at its best beta per level (tuned on the test items)
-    best_beta = {k: max(cads, key=lambda c: cad_acc[c][k]).split("=")[1] for k in adaptive}
+    acc["cad"], best_cad = _best(cad_acc, adaptive)  # CAD at its best beta per level (tuned on the test items)
+    fixed = {f"{a:g}": _accuracy(by, "ck-plug", a) for a in alphas}
+    acc["fixed_alpha"], best_alpha = _best(fixed, adaptive)  # CK-PLUG at its best fixed alpha per level (likewise)
     out: dict[str, object] = {
         "closed_book_recall": closed_book_recall,
         "mr_alpha0": mrs[0],
         "mr_alpha1": mrs[-1],
         "mr_range": mrs[-1] - mrs[0],
         "mr_by_alpha": {f"{a:g}": m for a, m in zip(alphas, mrs, strict=True)},
+        "conr_by_alpha": {f"{a:g}": by[("ck-plug", a)]["ConR"] for a in alphas},
+        "neither_by_alpha": {f"{a:g}": by[("ck-plug", a)]["neither"] for a in alphas},
+        "conr_rag": by[("rag", None)]["ConR"],
+        "neither_rag": by[("rag", None)]["neither"],
+        "conr_alpha0_minus_rag": by[("ck-plug", 0.0)]["ConR"] - by[("rag", None)]["ConR"],
         "mr_monotone": is_monotone(mrs),
         "mr_range_recalled": mrs_recalled[-1] - mrs_recalled[0],
         "mr_by_alpha_recalled": {f"{a:g}": m for a, m in zip(alphas, mrs_recalled, strict=True)},
@@ -140,7 +160,8 @@ def replicate_numbers(closed_book_recall: float, predictions: pl.DataFrame, runs
         "adaptive_acc_by_noise": adaptive,
         "adaptive_acc_other_entropy_by_noise": adaptive_other,
         **{f"{name}_acc_by_noise": levels for name, levels in acc.items()},
-        "cad_best_beta_by_noise": best_beta,
+        "cad_best_beta_by_noise": {k: c.split("=")[1] for k, c in best_cad.items()},
+        "fixed_best_alpha_by_noise": best_alpha,
         "decode_cost_ratio": seconds_per_token(runs, "ck-plug") / seconds_per_token(runs, "rag"),
     }
     for name, levels in acc.items():
@@ -167,7 +188,7 @@ def interval_table(per: dict[str, dict]) -> list[dict]:
         if any((r["method"], r["alpha"]) != (row["method"], row["alpha"]) for r in reps):
             raise ValueError("predictions: replicates decoded different (method, alpha) lists; rerun ckplug:infer")
         out = {"method": row["method"], "alpha": row["alpha"]}
-        out.update({c: interval([r[c] for r in reps]) for c in ("ConR", "ParR", "MR")})
+        out.update({c: interval([r[c] for r in reps]) for c in ("ConR", "ParR", "MR", "neither")})
         mr_known = [r["MR_recalled"] for r in reps]
         out["MR_recalled"] = interval(mr_known) if None not in mr_known else None
         out["acc_by_noise"] = ({k: interval([r["acc_by_noise"][k]["acc"] for r in reps]) for k in row["acc_by_noise"]}
@@ -191,7 +212,11 @@ def headline(per: dict[str, dict]) -> dict[str, object]:
     out["mr_by_alpha"] = _over(col["mr_by_alpha"])
     out["mr_by_alpha_recalled"] = _over(col["mr_by_alpha_recalled"])
     out["mr_cad"] = _over(col["mr_cad"])
-    for name in (*BASELINES, "cad"):
+    out["conr_alpha0_minus_rag"] = paired(col["conr_alpha0_minus_rag"], [0.0] * len(per))
+    out["conr_by_alpha"] = _over(col["conr_by_alpha"])
+    out["neither_by_alpha"] = _over(col["neither_by_alpha"])
+    out["neither_rag"] = interval(col["neither_rag"])
+    for name in (*BASELINES, *TUNED):
         out[f"adaptive_minus_{name}"] = paired(col[f"adaptive_minus_{name}"], [0.0] * len(per))
         out[f"adaptive_minus_{name}_by_noise"] = _over(col[f"adaptive_minus_{name}_by_noise"], paired_with_zero=True)
         out[f"adaptive_other_entropy_minus_{name}"] = paired(col[f"adaptive_other_entropy_minus_{name}"], [0.0] * len(per))
@@ -199,6 +224,7 @@ def headline(per: dict[str, dict]) -> dict[str, object]:
     out["adaptive_acc_by_noise"] = _over(col["adaptive_acc_by_noise"])
     out["adaptive_acc_other_entropy_by_noise"] = _over(col["adaptive_acc_other_entropy_by_noise"])
     out["cad_best_beta_by_noise"] = col["cad_best_beta_by_noise"]
+    out["fixed_best_alpha_by_noise"] = col["fixed_best_alpha_by_noise"]
     out["notes"] = {
         "units": "ConR, ParR, MR, acc in percent; closed_book_recall a fraction; intervals: 95 % Student-t over "
                  "replicates (paperdag.stats), paired = per-replicate differences on the same items",
@@ -207,7 +233,10 @@ def headline(per: dict[str, dict]) -> dict[str, object]:
                     "value no-RAG answers (the facts the model recalls closed-book)",
         "adaptive_minus_X": "per replicate the minimum over the noise levels of adaptive CK-PLUG's accuracy minus X's "
                             "(> 0 iff ahead at every level); cad: CAD at the beta best on that level's test items "
-                            "(tuned on the test set: an advantage to the baseline)",
+                            "(tuned on the test set: an advantage to the baseline); fixed_alpha: CK-PLUG at the fixed "
+                            "alpha best on that level's test items (likewise)",
+        "conr_alpha0_minus_rag": "ConR of CK-PLUG at alpha = 0 minus plain RAG's, paired: does alpha = 0 follow the "
+                                 "context more than RAG? (MR alone hides answers that are neither: neither_by_alpha)",
         "other_entropy": "the same numbers with CK-PLUG's entropies taken over the other choice (infer.entropy_over)",
         "decode_cost_ratio": "CK-PLUG (all alphas, both sets) seconds per generated token / plain RAG decoding's, "
                              "same infer run",
