@@ -195,3 +195,33 @@ def test_in_process_commit_records_a_stage_and_names_a_bad_one(built_toy: Path) 
     assert not engine_dvc.changed_stages(built_toy, ["toy-left"])
     with pytest.raises(PaperdagError, match=r"`dvc commit --force toy-nothing` failed"):
         engine_dvc.commit(built_toy, "toy-nothing")
+
+
+def test_a_half_written_dvc_lock_is_read_again_not_taken_for_the_whole(tmp_path: Path) -> None:
+    """DVC rewrites dvc.lock in place while a stage is recorded; a stage process reading it at that moment (paperdag
+    stable's record, after its work) once failed with "'NoneType' object is not subscriptable" and lost the stage.
+    A half-written file (an outs entry cut to `-`) is read again until whole; one that stays broken is an error that
+    names the file."""
+    import threading
+
+    from paperdag.engine import dvc as engine_dvc
+    from paperdag.engine.errors import PaperdagError
+
+    whole = "schema: '2.0'\nstages:\n  a:\n    cmd: x\n    outs:\n    - path: data/a.txt\n      md5: 1234\n      size: 3\n"
+    half = whole[: whole.index("- path")] + "    -\n"
+    path = tmp_path / "dvc.lock"
+    path.write_text(half)
+    assert yaml.safe_load(half)["stages"]["a"]["outs"] == [None]  # what the stage read
+    writer = threading.Timer(0.1, path.write_text, [whole])
+    writer.start()
+    try:
+        assert engine_dvc.locked_outputs(tmp_path) == {"data/a.txt": 1234}
+    finally:
+        writer.join()
+    path.write_text(half)
+    try:
+        engine_dvc.lock(tmp_path, attempts=3)
+    except PaperdagError as e:
+        assert "dvc.lock: not a readable dvc.lock after 3 reads" in str(e)
+    else:
+        raise AssertionError("a dvc.lock that stays half-written was taken as whole")

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from paperdag.engine.errors import PaperdagError
@@ -52,9 +53,34 @@ def commit(root: Path, dvc_name: str) -> None:
         raise PaperdagError(f"`dvc commit --force {dvc_name}` failed: {e}") from e
 
 
-def lock(root: Path) -> dict:
+def _whole(doc: object) -> bool:
+    """A dvc.lock document as DVC writes it: stages -> mappings whose deps and outs are lists of mappings with a path
+    (a read that caught the file half-written has None or a bare string where an entry was being written)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("stages") or {}, dict):
+        return False
+    return all(isinstance(e, dict) and all(isinstance(o, dict) and "path" in o for key in ("deps", "outs") for o in e.get(key) or [])
+               for e in (doc.get("stages") or {}).values())
+
+
+def lock(root: Path, attempts: int = 8) -> dict:
+    """dvc.lock, parsed. DVC rewrites it in place, not atomically, whenever a stage is recorded, so a reader beside a
+    running `paperdag run` or `dvc repro` can catch it half-written: such a read (a YAML error or a malformed entry)
+    is retried, and only a file that stays unreadable is an error."""
+    import yaml
+
     path = Path(root) / "dvc.lock"
-    return (load_yaml(path.read_text()) or {}) if path.exists() else {}
+    for attempt in range(attempts):
+        if not path.exists():
+            return {}
+        try:
+            doc = load_yaml(path.read_text()) or {}
+        except yaml.YAMLError:
+            doc = None
+        if _whole(doc):
+            return doc
+        time.sleep(0.02 * 2**attempt)  # 20 ms .. 2.5 s: DVC writes the file in milliseconds
+    raise PaperdagError(f"{path}: not a readable dvc.lock after {attempts} reads (half-written, or edited by hand?): "
+                        "restore it from git or rerun the stage")
 
 
 def locked_outputs(root: Path) -> dict[str, str]:
