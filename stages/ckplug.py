@@ -19,7 +19,7 @@ from paperdag.engine import Item
 from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.figures import loss_curves, panels
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.ckplug import (ConflictRule, EntropyOver, Kind, WorldSizes, arm_headline, build, interval_table, mr_vs_alpha,
+from paperdag.methods.ckplug import (ConflictRule, EntropyOver, Kind, WorldSizes, accuracy_vs_noise, arm_headline, build, interval_table, mr_vs_alpha,
                                      replicate_numbers)
 
 # torch and the code that needs it are imported inside the stage functions: importing this module stays cheap
@@ -153,7 +153,8 @@ def evaluate(params: EvaluateParams, train_stats: dict[Item, dict], predictions:
     """Per element: ConR, ParR, MR per method and alpha (counterfactual set), accuracy per method and noise level
     (adaptive set), closed-book recall, decoding cost. Over the replicates of each training arm: 95 % t intervals,
     and the paired differences adaptive - RAG / no-RAG / CAD (same replicate, same items). The headline is the
-    conflict_rows arm's, with the training_free arm's beside it; the plot shows both arms' MR sweeps."""
+    conflict_rows arm's, with the training_free arm's beside it; the plots show both arms' MR sweeps and adaptive-set
+    accuracy per noise level."""
     keys = list(predictions)  # the matrix's order
     for name, gathered in (("train_stats", train_stats), ("decode_stats", decode_stats)):
         if list(gathered) != keys:
@@ -164,4 +165,4 @@ def evaluate(params: EvaluateParams, train_stats: dict[Item, dict], predictions:
     headline = arm_headline(arms, sizes, params.adaptive_items * len(params.adaptive_noise))
     metrics = {"headline": headline, "table": {a: interval_table(p) for a, p in arms.items()},
                "replicates": {a: p for a, p in arms.items()}}
-    return {"metrics": metrics, "mr_vs_alpha": mr_vs_alpha(arms)}
+    return {"metrics": metrics, "mr_vs_alpha": mr_vs_alpha(arms), "accuracy_vs_noise": accuracy_vs_noise(arms)}

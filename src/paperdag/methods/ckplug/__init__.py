@@ -12,7 +12,7 @@ from paperdag._lazy import attach
 # each submodule is imported on first use of one of its names (decoding and protocol need torch; data and metrics do not):
 # importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "figures": ["mr_vs_alpha"],
+    "figures": ["accuracy_vs_noise", "mr_vs_alpha"],
     "data": ["KINDS", "ConflictRule", "EntropyOver", "Kind", "WorldSizes", "build", "level_counts", "context_prompt", "encode", "parametric_prompt",
              "training_arm", "training_pools", "training_texts", "TrainingArm"],
     "decoding": ["CONFLICT_RULES", "ENTROPY_OVER", "adaptive_alpha", "filtered", "adjusted_distribution", "cad_rule", "ckplug_rule",
