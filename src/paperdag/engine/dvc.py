@@ -76,7 +76,7 @@ def lock(root: Path, attempts: int = 8) -> dict:
             doc = load_yaml(path.read_text()) or {}
         except yaml.YAMLError:
             doc = None
-        if _whole(doc):
+        if isinstance(doc, dict) and _whole(doc):
             return doc
         time.sleep(0.02 * 2**attempt)  # 20 ms .. 2.5 s: DVC writes the file in milliseconds
     raise PaperdagError(f"{path}: not a readable dvc.lock after {attempts} reads (half-written, or edited by hand?): "
