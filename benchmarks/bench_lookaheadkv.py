@@ -10,6 +10,7 @@ through the same `prepare` call; runs are interleaved and the fastest of --repea
     .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths 256 512 1024   # writes benchmarks/results/lookaheadkv.json
     .venv/bin/python benchmarks/bench_lookaheadkv.py --untrained --lengths 256 512   # no pipeline outputs needed
     .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths --draft-tokens 4 16 64  # the draft method's cost per draft length
+    .venv/bin/python benchmarks/bench_lookaheadkv.py --lengths --batch-size 32  # 32 prompts per call: throughput, not latency
 
 With several --draft-tokens, the draft method is timed at each length (`draft@m`; a draft runs on past eos: its cost
 is what a response of m tokens would cost), so the draft length at which its cost reaches 5x LookaheadKV's shows.
@@ -46,13 +47,15 @@ def main() -> None:
     ap.add_argument("--replicate", default="0", help="which replicate's model and lookahead module")
     ap.add_argument("--lengths", type=int, nargs="*", default=[256, 512], help="prompt lengths T beyond the pipeline's")
     ap.add_argument("--budgets", type=float, nargs="+", default=[0.0625, 0.125, 0.25], help="per-head budgets as fractions of T")
-    ap.add_argument("--batch-size", type=int, default=32, help="prompts per prepare call")
+    ap.add_argument("--batch-size", type=int, default=1, help="prompts per prepare call (1: a request's latency, as infer times it)")
     ap.add_argument("--window", type=int, default=8, help="SnapKV window w (and the draft method's SnapKV cache)")
-    ap.add_argument("--draft-tokens", type=int, nargs="+", default=[4], help="draft lengths of the draft-based method (each timed)")
+    ap.add_argument("--draft-tokens", type=int, nargs="+", help="draft lengths of the draft-based method (each timed; default: "
+                    "params.yaml's infer.draft_tokens, the pipeline's whole response)")
     ap.add_argument("--repeats", type=int, default=5, help="interleaved runs per method; the fastest counts")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--untrained", action="store_true", help="a fresh model of params.yaml's sizes, random prompts only")
     args = ap.parse_args()
+    args.draft_tokens = args.draft_tokens or [yaml.safe_load((ROOT / "params.yaml").read_text())["lookaheadkv"]["infer"]["draft_tokens"]]
     torch.set_num_threads(args.threads)
     data, r = Path(args.data), args.replicate
     prompts: dict[int, torch.Tensor] = {}

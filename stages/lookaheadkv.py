@@ -16,7 +16,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, Pos
 from paperdag.engine import Item
 from paperdag.engine.params import Fraction, PositiveFraction
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.lookaheadkv import QUESTION_TOKENS, Kind, TaskSizes, encode, make_rows
+from paperdag.methods.lookaheadkv import Kind, TaskSizes, encode, make_rows, question_tokens
 
 # torch and the code that needs it are imported inside the stage functions: importing this module stays cheap
 # (tests/engine/test_imports.py).
@@ -27,6 +27,7 @@ class SynthesizeParams:
     values: PositiveInt
     fillers: PositiveInt
     pairs: PositiveInt
+    asked: PositiveInt  # records a question asks for, at most `pairs` (the response recalls them in the question's order)
     min_train_pairs: Annotated[int, Field(ge=2)]  # at most `pairs`
     value_tokens: PositiveInt
     prompt_tokens: PositiveInt  # T of the lookahead, validation and evaluation prompts (bos and question included)
@@ -43,23 +44,26 @@ class SynthesizeParams:
     seed: int
 
     def __post_init__(self) -> None:
+        if self.asked > self.pairs:
+            raise ValueError("asked", f"must lie in [1, pairs = {self.pairs}]; got {self.asked}")
         if self.min_train_pairs > self.pairs:
             raise ValueError("min_train_pairs", f"must lie in [2, pairs = {self.pairs}]; got {self.min_train_pairs}")
         if self.copy_stretch >= self.copy_tokens:
             raise ValueError("copy_stretch", f"must be below copy_tokens = {self.copy_tokens}; got {self.copy_stretch}")
         if max(self.train_contexts) > self.context_tokens:
-            raise ValueError("train_contexts", f"must not exceed the evaluation context, prompt_tokens - {1 + QUESTION_TOKENS} = "
+            raise ValueError("train_contexts", "must not exceed the evaluation context, prompt_tokens - "
+                                               f"{1 + question_tokens(self.asked)} = "
                                                f"{self.context_tokens}; got {self.train_contexts}")
 
     @property
     def context_tokens(self) -> int:
-        return self.prompt_tokens - 1 - QUESTION_TOKENS  # bos and `? kq :`
+        return self.prompt_tokens - 1 - question_tokens(self.asked)  # bos and `? ka kb .. :`
 
 
 def synthesize(params: SynthesizeParams) -> dict[str, object]:
     """Every example of every set (methods.lookaheadkv.data.make_rows), with a row id."""
     p = params
-    sizes = TaskSizes(p.keys, p.values, p.fillers, p.pairs, p.value_tokens, p.context_tokens)
+    sizes = TaskSizes(p.keys, p.values, p.fillers, p.pairs, p.value_tokens, p.context_tokens, p.asked)
     rows = make_rows(sizes, p.min_train_pairs, p.train_contexts, p.lm_examples, p.drill_examples, p.drill_queries,
                      p.lookahead_examples, p.validation_examples, p.eval_examples, random.Random(p.seed), p.copy_examples,
                      p.copy_tokens, p.copy_stretch)
@@ -159,6 +163,7 @@ class InferParams:
     max_new_tokens: PositiveInt
     batch_size: PositiveInt
     timing_repeats: PositiveInt
+    timing_rows: PositiveInt  # rows of each batch whose eviction is timed, one request at a time (batch 1: latency)
     threads: PositiveInt
 
 
@@ -179,7 +184,7 @@ def infer(params: InferParams, model: Path, lookahead: Path, targets: pl.DataFra
     setting = Setting(recent=p.recent, sinks=p.sinks, h2o_recent=p.h2o_recent, pooling=p.pooling, draft_tokens=p.draft_tokens,
                       lookahead=module)
     predictions, stats = tuned_comparison(lm, tokenizer, setting, targets, importance, p.budgets, p.windows, p.kernels,
-                                          p.max_new_tokens, p.batch_size, p.timing_repeats)
+                                          p.max_new_tokens, p.batch_size, p.timing_repeats, p.timing_rows)
     return {"predictions": predictions, "eviction_stats": {**stats, "threads": p.threads}}
 
 

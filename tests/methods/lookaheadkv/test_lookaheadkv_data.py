@@ -13,7 +13,18 @@ import pytest
 from transformers import AutoTokenizer
 
 from paperdag.lm import TinyLMConfig
-from paperdag.methods.lookaheadkv import TaskSizes, build_lm, encode, make_copy, make_rows, task_words, train_curriculum, word_tokenizer
+from paperdag.methods.lookaheadkv import (
+    TaskSizes,
+    build_lm,
+    encode,
+    make_copy,
+    make_example,
+    make_rows,
+    question_tokens,
+    task_words,
+    train_curriculum,
+    word_tokenizer,
+)
 
 SIZES = TaskSizes(keys=8, values=8, fillers=6, pairs=4, value_tokens=2, context_tokens=44)
 
@@ -35,6 +46,29 @@ def test_a_copy_drill_repeats_a_stretch_of_its_own_symbols() -> None:
     assert {0, 4} <= starts
     with pytest.raises(ValueError, match="stretch shorter"):
         make_copy(words, 6, 6, rng)
+
+
+@pytest.mark.parametrize("split", ["question_after", "question_before"])
+def test_a_question_asks_for_several_records_and_the_response_recalls_them_in_its_order(split: str) -> None:
+    """`asked` distinct keys in the question; the response is each asked record (its key and values, as the context
+    holds them), in the question's order, `;` between them; the prompt is exactly T words either way."""
+    sizes = TaskSizes(keys=10, values=30, fillers=6, pairs=6, value_tokens=3, context_tokens=60, asked=3)
+    rng = random.Random(2)
+    for _ in range(50):
+        row = make_example(split, sizes, rng)
+        words = row["prompt"].split()
+        question = words[-question_tokens(3):] if split == "question_after" else words[: question_tokens(3)]
+        asked = question[1:-1]
+        assert question[0] == "?" and question[-1] == ":" and asked == row["query"].split() and len(set(asked)) == 3
+        context = words[: -question_tokens(3)] if split == "question_after" else words[question_tokens(3):]
+        assert len(context) == 60 and len(row["response"].split()) == sizes.response_tokens - 1
+        records = [r.split() for r in row["response"].split(" ; ")]
+        assert [r[0] for r in records] == asked
+        for record in records:
+            at = context.index(record[0])
+            assert context[at : at + 5] == [*record, ";"]
+    with pytest.raises(ValueError, match="asked must lie"):
+        TaskSizes(keys=10, values=30, fillers=6, pairs=6, value_tokens=3, context_tokens=60, asked=7)
 
 
 def test_every_set_gets_the_rows_asked_for() -> None:

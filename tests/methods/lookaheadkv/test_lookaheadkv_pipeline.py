@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -76,6 +77,9 @@ def test_predictions_cover_every_method_and_budget_and_timings_only_evicting_bud
         assert all(run["budget"] < run["prompt_len"] for run in stats["runs"])
         assert {run["method"] for run in stats["runs"]} == METHODS - {"oracle"}
         assert {run["budget"] for run in stats["runs"]} == set(stats["budgets"])
+        per_cell = Counter((run["budget"], run["method"]) for run in stats["runs"])  # one request at a time, timing_rows per batch
+        assert all(run["examples"] == 1 for run in stats["runs"])
+        assert set(per_cell.values()) == {len(SPLITS) * params["infer"]["timing_rows"]}
         tuned = {(c["budget"], c["window"], c["kernel"]) for c in stats["snapkv_tuning"]}
         infer = params["infer"]
         assert tuned == {(b, w, k) for b in stats["budgets"] for w in infer["windows"] for k in infer["kernels"] if w < b}
@@ -150,15 +154,15 @@ def _set_predictions(split: str, lookahead: str) -> callable:
 
 
 def _set_times(scale: dict[str, tuple[str, float]]) -> callable:
-    """An edit: each named method's timed runs given `source` method's time x factor, per batch and budget."""
+    """An edit: each named method's timed runs given `source` method's time x factor, per timed row and budget."""
     def edit(repo: Path) -> None:
         for path in sorted((repo / f"{DATA}/eviction_stats").glob("*.json")):
             stats = json.loads(path.read_text())
-            by = {(r["split"], r["budget"], r["method"]): r["seconds"] for r in stats["runs"]}
+            by = {(r["row"], r["budget"], r["method"]): r["seconds"] for r in stats["runs"]}
             for r in stats["runs"]:
                 if r["method"] in scale:
                     source, factor = scale[r["method"]]
-                    r["seconds"] = by[(r["split"], r["budget"], source)] * factor
+                    r["seconds"] = by[(r["row"], r["budget"], source)] * factor
             _replace(path, lambda p, s=stats: p.write_text(json.dumps(s)))
     return edit
 

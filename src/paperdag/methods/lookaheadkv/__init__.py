@@ -16,8 +16,8 @@ from paperdag._lazy import attach
 # torch and transformers; data and metrics do not): importing the package alone imports none of them
 __getattr__, __dir__, __all__ = attach(__name__, {
     "figures": ["STYLE", "accuracy_vs_budget"],
-    "data": ["KINDS", "METHODS", "QUESTION_TOKENS", "SPLITS", "Kind", "TaskSizes", "encode", "make_copy", "make_example",
-             "make_rows", "task_words"],
+    "data": ["KINDS", "METHODS", "SPLITS", "Kind", "TaskSizes", "encode", "make_copy", "make_example", "make_rows",
+             "question_tokens", "task_words"],
     "model": ["SPECIAL_TOKENS", "build_lm", "word_tokenizer"],
     "eviction": ["Prepared", "Setting", "decode", "evict", "prefill", "prepare"],
     "lookahead": ["LookaheadKV", "attach", "kl_per_layer_head", "lookahead_forward", "lookahead_loss", "normalised"],

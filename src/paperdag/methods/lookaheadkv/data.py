@@ -4,12 +4,14 @@ A context is `pairs` records `key v1 .. vm ;` with distinct keys and distinct va
 appears once), the records separated by spans of filler words drawn from a filler vocabulary: the filler makes the
 prompt T tokens long while the lookup stays 8-16 pairs. Every key, value and filler symbol is one word, so one
 token once the tokenizer has learned the words; a prompt therefore has exactly `prompt_tokens` tokens (with bos).
+A question asks for `asked` of the records, in its own order (a multi-record response, so that a draft of the
+response costs many decode steps, as the paper's long responses do):
 
-    question_after   <context> ? kq :        -> kq v1 .. vm     the prompt's last tokens already name the key (SnapKV-friendly)
-    question_before  ? kq : <context>        -> kq v1 .. vm     the prompt's suffix is list and filler text: no information
+    question_after   <context> ? ka kb .. :   -> ka v1 .. vm ; kb v1 .. vm ; ..   the prompt's last tokens name the keys (SnapKV-friendly)
+    question_before  ? ka kb .. : <context>   -> ka v1 .. vm ; kb v1 .. vm ; ..   the prompt's suffix is records and filler: no information
 
-The answer's value tokens are generated after the prompt's KV cache has been evicted: a method that dropped the
-record the answer lives in cannot produce it. (The spec's third split, two-hop lookup, is left out: see README.)
+The answer's value tokens are generated after the prompt's KV cache has been evicted: a method that dropped a
+record the answer needs cannot produce it. (The spec's third split, two-hop lookup, is left out: see README.)
 
 The LM's training rows add two kinds that are no split: recall drills (a context, then many of its records
 recalled: a dense lookup signal) and copy drills (random symbols, then a random stretch of them again), which form
@@ -30,7 +32,6 @@ Kind = Literal["question_after", "question_before", "drill", "copy"]  # an LM tr
 KINDS: tuple[str, ...] = get_args(Kind)
 # the eviction methods compared (eviction.prepare runs each); here, without torch, for the stages that only read results
 METHODS = ("full", "streaming", "h2o", "snapkv", "draft", "lookahead", "oracle")
-QUESTION_TOKENS = 3  # `? kq :`
 SETS = ("lm", "lookahead", "validation", "eval")  # LM training, lookahead training, SnapKV tuning, evaluation
 
 
@@ -40,8 +41,9 @@ class TaskSizes:
     values: int  # value symbols vaa, vab, ... (at most 676); a context draws pairs x value_tokens distinct ones
     fillers: int  # filler symbols faa, fab, ... (at most 676)
     pairs: int  # records per context
-    value_tokens: int  # value symbols per record (the answer's length, without its key)
+    value_tokens: int  # value symbols per record (a record's answer is its key and these)
     context_tokens: int  # tokens of the context: the records' plus filler
+    asked: int = 1  # records a question asks for (the response recalls them in the question's order)
 
     def __post_init__(self) -> None:
         if self.pairs < 2:
@@ -49,6 +51,8 @@ class TaskSizes:
         if max(self.keys, self.values, self.fillers) > 676 or min(self.values, self.fillers) < 1:
             raise ValueError("keys, values and fillers are two-letter symbols: 1..676 each; "
                              f"got {self.keys}, {self.values}, {self.fillers}")
+        if not 1 <= self.asked <= self.pairs:
+            raise ValueError(f"asked must lie in [1, pairs = {self.pairs}]; got {self.asked}")
         if self.keys < self.pairs:
             raise ValueError(f"keys ({self.keys}) must be at least pairs ({self.pairs}): keys in one context are distinct")
         if self.values < self.pairs * self.value_tokens:
@@ -60,6 +64,15 @@ class TaskSizes:
     @property
     def record_tokens(self) -> int:
         return self.value_tokens + 2  # key, values, `;`
+
+    @property
+    def response_tokens(self) -> int:
+        return self.asked * self.record_tokens  # the asked records, `;` between them, and eos
+
+
+def question_tokens(asked: int) -> int:
+    """Tokens of a question asking for `asked` records: `? ka kb .. :`."""
+    return asked + 2
 
 
 def _letters(i: int) -> str:
@@ -103,15 +116,16 @@ def _context(sizes: TaskSizes, rng: random.Random) -> tuple[list[str], list[list
 
 
 def make_example(split: str, sizes: TaskSizes, rng: random.Random) -> dict[str, str]:
-    """One example of `split`: prompt text, gold response text (without eos), the queried key."""
+    """One example of `split`: prompt text, gold response text (without eos), the queried keys (space-separated)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
     keys, values, context = _context(sizes, rng)
-    q = rng.randrange(sizes.pairs)
-    response = " ".join([keys[q], *values[q]])
+    asked = rng.sample(range(sizes.pairs), sizes.asked)
+    query = " ".join(keys[q] for q in asked)
+    response = " ; ".join(" ".join([keys[q], *values[q]]) for q in asked)
     if split == "question_after":
-        return {"prompt": f"{context} ? {keys[q]} :", "response": response, "query": keys[q]}
-    return {"prompt": f"? {keys[q]} : {context}", "response": response, "query": keys[q]}
+        return {"prompt": f"{context} ? {query} :", "response": response, "query": query}
+    return {"prompt": f"? {query} : {context}", "response": response, "query": query}
 
 
 def encode(tokenizer, example: dict[str, str]) -> tuple[list[int], list[int]]:
@@ -150,8 +164,8 @@ def make_rows(sizes: TaskSizes, min_train_pairs: int, train_contexts: list[int],
         for _ in range(drill_examples if split == "drill" else lm_examples):
             context = rng.choice(train_contexts)
             most = max(2, min(sizes.pairs, context // sizes.record_tokens))
-            small = TaskSizes(sizes.keys, sizes.values, sizes.fillers, rng.randint(min(min_train_pairs, most), most),
-                              sizes.value_tokens, context)
+            pairs = rng.randint(min(min_train_pairs, most), most)
+            small = TaskSizes(sizes.keys, sizes.values, sizes.fillers, pairs, sizes.value_tokens, context, min(sizes.asked, pairs))
             made = make_drill(small, rng, drill_queries) if split == "drill" else make_example(split, small, rng)
             rows.append({"set": "lm", "split": split, "pairs": small.pairs, "context_tokens": context, **made})
     for name, n in (("lookahead", lookahead_examples), ("validation", validation_examples), ("eval", eval_examples)):

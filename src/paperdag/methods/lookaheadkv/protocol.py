@@ -205,11 +205,13 @@ TIMED = tuple(m for m in METHODS if m != "oracle")  # the oracle reads s_GT: it 
 
 
 def compare(lm, tokenizer, setting: Setting, table: pl.DataFrame, importance: dict, budgets: list[int],
-            snapkv: dict[int, tuple[int, int]], max_new_tokens: int, batch_size: int, repeats: int) -> tuple[pl.DataFrame, list[dict]]:
+            snapkv: dict[int, tuple[int, int]], max_new_tokens: int, batch_size: int, repeats: int,
+            timing_rows: int) -> tuple[pl.DataFrame, list[dict]]:
     """Every method at every per-head budget on the rows (SnapKV and the draft's SnapKV cache at that budget's tuned
     window and kernel): exact match and the overlap of the kept positions with the oracle's. Where C < T, each
-    method's cost (prompt -> evicted cache: prefill, scoring, eviction) is timed per batch and budget, the methods
-    interleaved, the fastest of `repeats` runs."""
+    method's cost (prompt -> evicted cache: prefill, scoring, eviction) is timed on the first `timing_rows` rows of
+    each batch, one request at a time (a request's latency, as the paper's time-to-first-token figures are), the
+    methods interleaved, the fastest of `repeats` runs."""
     rows = list(table.iter_rows(named=True))
     records, timing = [], []
     jobs = [(batch, budget) for batch in batches(table, [len(r["prompt_ids"]) for r in rows], batch_size) for budget in budgets]
@@ -226,17 +228,18 @@ def compare(lm, tokenizer, setting: Setting, table: pl.DataFrame, importance: di
                 records.append({"row": r["row"], "split": r["split"], "method": method, "budget": budget,
                                 "prediction": tokenizer.decode(got).strip(), "correct": got == r["gold_ids"],
                                 "overlap_with_oracle": None if agree is None else agree[j]})
-        if budget < ids.shape[1]:
-            calls = [lambda m=m, ids=ids, b=budget, s=tuned, gt=gt: prepare(m, lm, ids, b, s, oracle_scores=gt) for m in TIMED]
+        for j in range(min(timing_rows, len(chunk)) if budget < ids.shape[1] else 0):
+            one = ids[j : j + 1]
+            calls = [lambda m=m, one=one, b=budget, s=tuned: prepare(m, lm, one, b, s) for m in TIMED]
             _, best = best_of_interleaved(calls, repeats)
-            timing += [{"split": chunk[0]["split"], "method": m, "budget": budget, "examples": len(chunk), "prompt_len": ids.shape[1],
-                        "seconds": s} for m, s in zip(TIMED, best, strict=True)]
+            timing += [{"split": chunk[j]["split"], "row": chunk[j]["row"], "method": m, "budget": budget, "examples": 1,
+                        "prompt_len": ids.shape[1], "seconds": s} for m, s in zip(TIMED, best, strict=True)]
     return pl.DataFrame(records, schema_overrides={"overlap_with_oracle": pl.Float64}), timing
 
 
 def tuned_comparison(lm, tokenizer, setting: Setting, targets: pl.DataFrame, importance: dict, fractions: list[float],
                      windows: list[int], kernels: list[int], max_new_tokens: int, batch_size: int,
-                     repeats: int) -> tuple[pl.DataFrame, dict[str, object]]:
+                     repeats: int, timing_rows: int) -> tuple[pl.DataFrame, dict[str, object]]:
     """One replicate's infer: budgets C from their fractions of T, SnapKV's window and kernel tuned per budget on the
     validation rows, then `compare` on the evaluation rows. The predictions and the run's stats (timings, T, the
     budgets, the tuned SnapKV settings and the whole tuning grid)."""
@@ -244,6 +247,7 @@ def tuned_comparison(lm, tokenizer, setting: Setting, targets: pl.DataFrame, imp
     lengths = sorted({len(ids) for ids in evaluation["prompt_ids"]})
     budgets = budget_tokens(fractions, lengths[0])
     snapkv, grid = tune_snapkv(lm, tokenizer, setting, validation, importance, budgets, windows, kernels, max_new_tokens, batch_size)
-    predictions, timing = compare(lm, tokenizer, setting, evaluation, importance, budgets, snapkv, max_new_tokens, batch_size, repeats)
+    predictions, timing = compare(lm, tokenizer, setting, evaluation, importance, budgets, snapkv, max_new_tokens, batch_size, repeats,
+                                  timing_rows)
     return predictions, {"runs": timing, "prompt_tokens": lengths, "budgets": budgets,
                          "snapkv": {str(b): list(v) for b, v in snapkv.items()}, "snapkv_tuning": grid}
