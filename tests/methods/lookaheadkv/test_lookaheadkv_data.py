@@ -136,8 +136,8 @@ def test_curriculum_runs_its_phases_and_refuses_one_without_rows() -> None:
     contexts is an error naming the phase and what to change."""
     model, tok = build_lm(_config(), task_words(SIZES), max_positions=96)
     lm_rows = pl.DataFrame(_rows()).filter(pl.col("set") == "lm")
-    history, rounds = train_curriculum(model, tok, lm_rows, [Phase(2, 12, {"copy": 1.0}, 4), Phase(3, 44, {"drill": 1.0, "question_before": 1.0})],
-                                       _config())
+    phases = [Phase(2, 12, {"copy": 1.0}, 4), Phase(3, 44, {"drill": 1.0, "question_before": 1.0})]
+    history, rounds = train_curriculum(model, tok, lm_rows, phases, _config())
     assert len(history) == 5 and rounds == []
     with pytest.raises(ValueError, match="phase 1 draws 'drill' rows with contexts of at most 8 tokens"):
         train_curriculum(model, tok, lm_rows, [Phase(1, 12, {"copy": 1.0}), Phase(1, 8, {"drill": 1.0})], _config())
