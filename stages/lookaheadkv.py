@@ -76,6 +76,9 @@ class CurriculumPhase:
     contexts: PositiveInt  # task rows with contexts of at most this many tokens (copy drills: any)
     mixture: dict[Kind, NonNegativeFloat]  # share of the phase's batches per row kind
     batch_size: PositiveInt | None = None  # rows per step (None: train_lm.batch_size)
+    lr: PositiveFloat | None = None  # peak learning rate of the phase (None: train_lm.lr)
+    until_em: Annotated[float, Field(ge=0, le=100)] | None = None  # repeat the phase until the validation rows' full-cache exact match reaches this on every split (percent) ...
+    max_rounds: PositiveInt = 1  # ... at most this many rounds in all (a fresh seed per round)
 
 
 @dataclass(frozen=True)
@@ -107,11 +110,13 @@ def train_lm(params: TrainLMParams, examples: pl.DataFrame) -> dict[str, object]
     words = {w for text in examples["prompt"].to_list() + examples["response"].to_list() for w in text.split()}
     longest = max(len(p.split()) + len(r.split()) for p, r in zip(examples["prompt"], examples["response"], strict=True))
     model, tokenizer = build_lm(params, words, max_positions=max(256, longest + 64))  # + bos, eos and room to decode
-    history = train_curriculum(model, tokenizer, examples.filter(pl.col("set") == "lm"), params.curriculum, params)
+    history, rounds = train_curriculum(model, tokenizer, examples.filter(pl.col("set") == "lm"), params.curriculum, params,
+                                       validation=examples.filter(pl.col("set") == "validation"))
     train_seconds = time.perf_counter() - start
     em = checked_full_cache_exact_match(model, tokenizer, examples.filter(pl.col("set") == "eval"), params.min_full_cache_em,
                                         f"lookaheadkv train_lm (seed {params.seed})")
-    stats = {"full_cache_exact_match": em, **lm_stats(model, tokenizer, params, history, train_seconds)}
+    stats = {"full_cache_exact_match": em, "rounds": rounds, "steps_trained": len(history),
+             **lm_stats(model, tokenizer, params, history, train_seconds)}
     table = examples.filter(pl.col("set").is_in(["lookahead", "validation", "eval"]))
     longest = max(len(encode(tokenizer, r)[1]) for r in table.iter_rows(named=True))
     targets, importance = make_targets(model, tokenizer, table, longest + 1, params.targets_batch_size)

@@ -126,6 +126,9 @@ class Phase:
     contexts: int
     mixture: dict = field(default_factory=dict)
     batch_size: int | None = None
+    lr: float | None = None
+    until_em: float | None = None
+    max_rounds: int = 1
 
 
 def test_curriculum_runs_its_phases_and_refuses_one_without_rows() -> None:
@@ -133,8 +136,27 @@ def test_curriculum_runs_its_phases_and_refuses_one_without_rows() -> None:
     contexts is an error naming the phase and what to change."""
     model, tok = build_lm(_config(), task_words(SIZES), max_positions=96)
     lm_rows = pl.DataFrame(_rows()).filter(pl.col("set") == "lm")
-    history = train_curriculum(model, tok, lm_rows, [Phase(2, 12, {"copy": 1.0}, 4), Phase(3, 44, {"drill": 1.0, "question_before": 1.0})],
-                               _config())
-    assert len(history) == 5
+    phases = [Phase(2, 12, {"copy": 1.0}, 4), Phase(3, 44, {"drill": 1.0, "question_before": 1.0})]
+    history, rounds = train_curriculum(model, tok, lm_rows, phases, _config())
+    assert len(history) == 5 and rounds == []
     with pytest.raises(ValueError, match="phase 1 draws 'drill' rows with contexts of at most 8 tokens"):
         train_curriculum(model, tok, lm_rows, [Phase(1, 12, {"copy": 1.0}), Phase(1, 8, {"drill": 1.0})], _config())
+
+
+def test_a_phase_with_until_em_repeats_until_the_validation_rows_are_solved_or_max_rounds() -> None:
+    """until_em: after each round the validation rows' full-cache exact match decides; a bar any model clears (0 %)
+    ends the phase after one round, one a 3-step model cannot clear (100 %) runs max_rounds rounds, each recorded
+    with its exact match; such a phase without validation rows is an error."""
+    model, tok = build_lm(_config(), task_words(SIZES), max_positions=96)
+    table = pl.DataFrame(_rows())
+    lm_rows, validation = table.filter(pl.col("set") == "lm"), table.filter(pl.col("set") == "validation")
+    history, rounds = train_curriculum(model, tok, lm_rows, [Phase(3, 44, {"question_before": 1.0}, until_em=0.0, max_rounds=3)],
+                                       _config(), validation=validation)
+    assert len(history) == 3 and [r["round"] for r in rounds] == [0]
+    history, rounds = train_curriculum(model, tok, lm_rows, [Phase(3, 44, {"question_before": 1.0}, lr=1e-4, until_em=100.0, max_rounds=3)],
+                                       _config(), validation=validation)
+    assert len(history) == 9 and [r["round"] for r in rounds] == [0, 1, 2]
+    assert all(set(r["validation_exact_match"]) == set(validation["split"]) and min(r["validation_exact_match"].values()) < 100
+               for r in rounds)
+    with pytest.raises(ValueError, match="phase 0 repeats until .* no validation rows"):
+        train_curriculum(model, tok, lm_rows, [Phase(1, 44, {"question_before": 1.0}, until_em=50.0)], _config())

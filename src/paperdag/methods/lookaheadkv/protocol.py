@@ -44,16 +44,24 @@ def greedy_responses(model, tokenizer, table: pl.DataFrame, max_new_tokens: int,
     return out
 
 
-def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list, config: TinyLMConfig) -> list[float]:
+def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list, config: TinyLMConfig,
+                     validation: pl.DataFrame | None = None) -> tuple[list[float], list[dict]]:
     """The LM's training with a full cache, in phases: phase i trains phase.steps steps of phase.batch_size rows (or
-    config.batch_size)
-    (seed config.seed + i; its own warm-up and decay) drawn by phase.mixture over the row kinds, task rows only those
-    whose context has at most phase.contexts tokens. Copy drills first (they form the induction heads), then recall
-    drills on short contexts (the lookup), then the splits too, with more and more filler. Each batch holds rows of
-    one kind and one context length (a pool per pair, weighted by its share of the kind's rows): no padding to the
-    longest context in the phase. The loss of every step."""
+    config.batch_size) at peak rate phase.lr (or config.lr), its own warm-up and decay, drawn by phase.mixture over
+    the row kinds, task rows only those whose context has at most phase.contexts tokens. Copy drills first (they form
+    the induction heads), then recall drills on short contexts (the lookup), then the splits too, with more and more
+    filler. Each batch holds rows of one kind and one context length (a pool per pair, weighted by its share of the
+    kind's rows): no padding to the longest context in the phase. A phase with `until_em` is repeated (a fresh seed
+    per round) until the full-cache exact match on the `validation` rows reaches it on every split, at most
+    phase.max_rounds rounds: train until the task is solved, not for a step count that one seed needs and another
+    does not. The loss of every step, and one record per round of such phases (its validation exact match)."""
     history: list[float] = []
+    rounds: list[dict] = []
     for phase, p in enumerate(curriculum):
+        until = p.until_em
+        if until is not None and validation is None:
+            raise ValueError(f"lookaheadkv train_lm: curriculum phase {phase} repeats until a validation exact match of {until} % "
+                             "and no validation rows were given")
         rows = lm_rows.filter((pl.col("context_tokens") <= p.contexts) | (pl.col("split") == "copy"))
         pools: dict[str, list] = {}
         mixture: dict[str, float] = {}
@@ -68,12 +76,20 @@ def train_curriculum(model, tokenizer, lm_rows: pl.DataFrame, curriculum: list, 
             for (length,), group in sorted(of_kind.group_by("context_tokens"), key=lambda kv: kv[0]):
                 pools[f"{kind}@{length}"] = [encode(tokenizer, r) for r in group.iter_rows(named=True)]
                 mixture[f"{kind}@{length}"] = weight * group.height / of_kind.height
-        phase_config = dataclasses.replace(config, batch_size=p.batch_size or config.batch_size)
+        phase_config = dataclasses.replace(config, batch_size=p.batch_size or config.batch_size, lr=p.lr or config.lr)
         kinds = ", ".join(k for k, w in p.mixture.items() if w > 0)
-        history += fit_pools(model, pools, mixture, phase_config, tokenizer.pad_token_id,
-                             f"lookaheadkv train_lm phase {phase} ({kinds}; contexts <= {p.contexts})", steps=p.steps,
-                             seed=config.seed + phase).losses["loss"]
-    return history
+        for round_ in range(p.max_rounds if until is not None else 1):
+            history += fit_pools(model, pools, mixture, phase_config, tokenizer.pad_token_id,
+                                 f"lookaheadkv train_lm phase {phase}{f' round {round_}' if until is not None else ''} ({kinds}; "
+                                 f"contexts <= {p.contexts})", steps=p.steps, seed=config.seed + phase + 1000 * round_).losses["loss"]
+            if until is None:
+                break
+            longest = max(len(encode(tokenizer, r)[1]) for r in validation.iter_rows(named=True))
+            em = full_cache_exact_match(model, tokenizer, validation, longest + 1)
+            rounds.append({"phase": phase, "round": round_, "steps": p.steps, "validation_exact_match": em})
+            if min(em.values()) >= until:
+                break
+    return history, rounds
 
 
 def full_cache_exact_match(model, tokenizer, evaluation: pl.DataFrame, max_new_tokens: int, batch_size: int = 64) -> dict[str, float]:
