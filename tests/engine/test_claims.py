@@ -157,3 +157,21 @@ def test_readme_blocks_are_written_from_the_claims(built: tuple[Path, str]) -> N
     cli(root, "claims", "--readme")
     text = readme.read_text()
     assert "old" not in text and "| enough_rows | 50 |" in text and text.endswith("after\n")
+
+
+def test_readme_keeps_the_table_of_a_pipeline_whose_metrics_are_not_in_the_workspace(built: tuple[Path, str]) -> None:
+    """A workspace without a pipeline's outputs (never run here, not checked out) judges all its claims `missing`;
+    `--readme` leaves that pipeline's table as it is and says why, instead of writing a column of `missing` over the
+    figures of the run dvc.lock records."""
+    root = built[0]
+    readme, metrics = root / "README.md", root / "data/toy/metrics.json"
+    block = claims.README_START.format(pipeline="toy") + "\n| enough_rows | 50 | recorded |\n" + claims.README_END + "\n"
+    readme.write_text("# toy\n\n" + block)
+    saved = metrics.read_bytes()
+    metrics.unlink()
+    try:
+        r = cli(root, "claims", "--readme")
+    finally:
+        metrics.write_bytes(saved)
+    assert readme.read_text() == "# toy\n\n" + block
+    assert "toy left as they are" in r.stdout and "dvc checkout" in r.stdout, r.stdout

@@ -227,9 +227,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(json.dumps(judged, indent=2))
         elif args.readme:
             cols = ["claim", "value", "95% interval", "n", "test", "baseline", "status"]
-            tables = {n: claims.table(claims.rows(n, j), markdown=True, columns=cols) for n, j in judged.items()}
+            # a pipeline none of whose metrics is in the workspace (not run here, or not checked out) keeps its table:
+            # a column of `missing` would overwrite the figures of the run dvc.lock records
+            absent = [n for n, j in judged.items() if j and all(e["status"] == "missing" for e in j.values())]
+            tables = {n: claims.table(claims.rows(n, j), markdown=True, columns=cols) for n, j in judged.items() if n not in absent}
             written = claims.update_readme(root / "README.md", tables)
             print(f"README.md: claims tables of {', '.join(written) or 'no pipeline'} written")
+            if absent:
+                print(f"README.md: claims tables of {', '.join(absent)} left as they are: none of their metrics is in the "
+                      "workspace (`dvc checkout` or run them first)")
         else:
             print(claims.table([r for n, j in judged.items() for r in claims.rows(n, j)], markdown=args.markdown))
         failing = [f"{n}.{c}" for n, j in judged.items() for c, e in j.items() if e["status"] != "held"] + errors
