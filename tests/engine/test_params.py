@@ -187,8 +187,9 @@ def test_cross_field_check_names_the_field_key_or_the_stage() -> None:
 
 # the LM pipelines' params, refused when they load (what used to raise only when the stage ran): key -> bad value
 LM_REFUSED = {
-    ("lookaheadkv", "synthesize", "min_train_pairs"): 9,  # above pairs = 8
-    ("lookaheadkv", "synthesize", "pairs"): 1,  # below min_train_pairs = 2
+    ("lookaheadkv", "synthesize", "min_train_pairs"): 13,  # above pairs = 12
+    ("lookaheadkv", "synthesize", "asked"): 13,  # above pairs = 12
+    ("lookaheadkv", "synthesize", "pairs"): 5,  # below asked = 6
     ("lookaheadkv", "train_lm", "curriculum"): [{"steps": 2200, "contexts": 60, "mixture": {"question_after": 1.0, "recall": 1.0}}],
     ("lookaheadkv", "train_lm", "steps"): 100,  # not the curriculum's steps in all
     ("lookaheadkv", "train_lm", "num_kv_heads"): 3,  # does not divide num_heads = 4
@@ -218,7 +219,7 @@ def test_lm_pipeline_params_are_refused_at_load_naming_their_key(pipeline: str, 
     params[pipeline][stage][field] = LM_REFUSED[(pipeline, stage, field)]
     with pytest.raises(SpecError) as e:
         build(cls, collect(params, (f"{pipeline}.{stage}",)), seed=1, stage=f"{pipeline}:{stage}", item=item)
-    named = {"pairs": "min_train_pairs", "num_kv_heads": "num_heads"}.get(field, field)  # cross-field: the field checked
+    named = {"pairs": "asked", "num_kv_heads": "num_heads"}.get(field, field)  # cross-field: the field checked
     assert e.value.file == "params.yaml" and e.value.key.startswith(f"{pipeline}.{stage}.{named}"), e.value
 
 
