@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from paperdag.lm import tiny_bert_config, tiny_encoder, tiny_masked_lm, train_wordpiece
-from paperdag.methods.milco import Milco, SparseRep, echo_match, group_scores, score, to_sparse_matrix
+from paperdag.methods.milco import Milco, SparseRep, echo_match, group_scores, masked_max, score, soft_max_pool, to_sparse_matrix
 
 
 def test_score_sums_pivot_dot_and_echo_matches_by_hand() -> None:
@@ -45,16 +45,20 @@ def tiny() -> tuple[Milco, object]:
     return Milco.from_teacher(encoder, src_tok, teacher, connector=True, echo=True).eval(), src_tok
 
 
-def test_pivot_is_log1p_relu_max_and_echo_skips_special_tokens(tiny: tuple[Milco, object]) -> None:
-    """t = log(1 + relu(max_T L * mask)); w is 0 on [CLS], [SEP] and padding, and scaled by `scale`."""
+def test_pivot_is_log1p_relu_max_over_words_and_special_tokens_carry_nothing(tiny: tuple[Milco, object]) -> None:
+    """t = log(1 + relu(max over the text's own tokens of L)); L and w are 0 on [CLS], [SEP] and padding, w is
+    scaled by `scale`, and max_logits (stage 1's m) is the max over the words only."""
     model, tok = tiny
     batch = tok(["the red boat", "κόκκινος"], padding=True, return_tensors="pt")
+    special = torch.isin(batch["input_ids"], torch.tensor(tok.all_special_ids))
     with torch.no_grad():
         rep = model(batch["input_ids"], batch["attention_mask"])
-        logits, _ = model.lexical_logits(batch["input_ids"], batch["attention_mask"])
-    assert torch.allclose(rep.pivot, torch.log1p(torch.relu(logits.max(dim=1).values)))
-    special = torch.isin(batch["input_ids"], torch.tensor(tok.all_special_ids))
-    assert (rep.echo[special] == 0).all() and (rep.echo >= 0).all()
+        logits, _, words = model.lexical_logits(batch["input_ids"], batch["attention_mask"])
+        m = model.max_logits(batch["input_ids"], batch["attention_mask"])
+    assert torch.equal(words.bool(), batch["attention_mask"].bool() & ~special)
+    assert (logits[special] == 0).all() and (rep.echo[special] == 0).all() and (rep.echo >= 0).all()
+    by_hand = torch.stack([logits[b, words[b].bool()].max(dim=0).values for b in range(2)])
+    assert torch.allclose(m, by_hand) and torch.allclose(rep.pivot, torch.log1p(torch.relu(by_hand)))
     with torch.no_grad():
         model.scale.fill_(2.0)
         doubled = model(batch["input_ids"], batch["attention_mask"]).echo
@@ -90,3 +94,32 @@ def test_no_connector_zero_pads_a_narrower_encoder_and_refuses_a_wider_one(tiny:
     narrow = tiny_masked_lm(tiny_bert_config(40, 16, 1, 2, 32))
     with pytest.raises(ValueError, match=r"hidden 16.*hidden size 24"):
         Milco.from_teacher(model.encoder, tok, narrow, connector=False, echo=True)
+
+
+def test_soft_max_pool_runs_from_the_max_to_the_mean_and_ignores_padding() -> None:
+    """tau -> 0 gives the max over the real tokens, a large tau their mean; padded positions never count; a row with
+    no real token pools to 0 (masked_max too)."""
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(3, 5, 4, generator=g)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]])
+    logits[0, 3:] = 100.0  # padding that would win any max
+    real = logits[:2].clone()
+    assert torch.allclose(soft_max_pool(logits, mask, 1e-3)[:2], torch.stack([real[0, :3].max(0).values, real[1].max(0).values]), atol=1e-2)
+    assert torch.allclose(soft_max_pool(logits, mask, 1e3)[:2], torch.stack([real[0, :3].mean(0), real[1].mean(0)]), atol=5e-3)
+    assert torch.equal(soft_max_pool(logits, mask, 0.0), masked_max(logits, mask))
+    assert (soft_max_pool(logits, mask, 3.0)[2] == 0).all() and (masked_max(logits, mask)[2] == 0).all()
+    assert (soft_max_pool(logits, mask, 3.0)[:2] <= masked_max(logits, mask)[:2] + 1e-6).all()  # never above the max
+
+
+def test_soft_max_pool_sends_gradient_to_every_word_where_max_sends_it_to_one() -> None:
+    """The point of stage 1's annealed pooling: d pooled / d L is softmax(L / tau) over the words (all > 0), where the
+    max's gradient is one-hot on the argmax; padding gets none, and nothing is NaN for an empty row."""
+    logits = torch.tensor([[[1.0], [2.0], [0.5], [9.0]], [[0.0], [0.0], [0.0], [0.0]]], requires_grad=True)
+    mask = torch.tensor([[1, 1, 1, 0], [0, 0, 0, 0]])
+    soft_max_pool(logits, mask, 1.0).sum().backward()
+    grad = logits.grad[..., 0]
+    assert torch.allclose(grad[0, :3], torch.softmax(torch.tensor([1.0, 2.0, 0.5]), 0)) and grad[0, 3] == 0
+    assert torch.isfinite(logits.grad).all() and (grad[1] == 0).all()
+    logits.grad = None
+    masked_max(logits, mask).sum().backward()
+    assert torch.equal(logits.grad[0, :, 0], torch.tensor([0.0, 1.0, 0.0, 0.0]))

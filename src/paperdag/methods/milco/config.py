@@ -85,6 +85,8 @@ class TrainParams(ModelParams):
     align_steps: PositiveInt
     align_lr: PositiveFloat
     align_batch: PositiveInt
+    align_soft_tau: NonNegativeFloat  # stage 1's pooling temperature at step 0, annealed to the paper's max (0)
+    align_soft_steps: NonNegativeInt  # ... over this many steps (0: the max from the start)
     distill_steps: PositiveInt
     distill_lr: PositiveFloat
     distill_batch: PositiveInt

@@ -4,10 +4,14 @@ model's masked-language-model head, plus the LexEcho head weighting the source t
 
     H = Encoder(x)                                    # (B, T, h_m) multilingual token states
     Z = GELU(W H)                                     # (B, T, h_e) connector; no-connector ablation: Z = [H, 0] (zero-padded to h_e)
-    L = Head(Z) * mask                                # (B, T, V_en) English lexical (MLM) logits
-    t = log(1 + relu(max_T L))                        # (B, V_en) pivot vector, one weight per English term
+    L = Head(Z) * words                               # (B, T, V_en) English lexical (MLM) logits of the text's own tokens
+    t = log(1 + relu(max_T L))                        # (B, V_en) pivot vector, one weight per English term (max over words)
     w_i = relu(echo(H_i)) * mask_i * scale            # (B, T) LexEcho weight of source token i, keyed by its id
     s(q, d) = <t_q, t_d> + sum_i sum_j w_i^q w_j^d [id_i == id_j]
+
+`words` is the attention mask without the special tokens ([CLS], [SEP], ...): a term's weight comes from the text's
+own tokens. With [CLS] / [SEP] in the max, stage 1's max-pool gradient reached only each term's argmax position and
+settled on the two special positions (hubs that read the whole sentence), and the student stalled (README, milco).
 """
 
 from __future__ import annotations
@@ -103,23 +107,29 @@ class Milco(nn.Module):
     def src_vocab_size(self) -> int:
         return int(self.encoder.config.vocab_size)
 
-    def lexical_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """L = Head(GELU(W H)) * mask (B, T, V_en), and H (B, T, h_m)."""
+    def words(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) 1 at the text's own tokens: the attention mask without the special tokens."""
+        return attention_mask * ~torch.isin(input_ids, self.special)
+
+    def lexical_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """L = Head(GELU(W H)) * words (B, T, V_en), H (B, T, h_m) and words (B, T)."""
         h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, h_m)
         z = self.connector(h)  # (B, T, h_e)
-        return self.head(z) * attention_mask.unsqueeze(-1), h
+        words = self.words(input_ids, attention_mask)
+        return self.head(z) * words.unsqueeze(-1), h, words
 
-    def max_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """max_T L (B, V_en): the raw max-pooled logits stage 1 aligns with the teacher's."""
-        return self.lexical_logits(input_ids, attention_mask)[0].max(dim=1).values
+    def max_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, tau: float = 0.0) -> torch.Tensor:
+        """max_T L over the words (B, V_en), the raw pooled logits stage 1 aligns with the teacher's; tau > 0 pools
+        with soft_max_pool instead (every word gets gradient)."""
+        logits, _, words = self.lexical_logits(input_ids, attention_mask)
+        return soft_max_pool(logits, words, tau)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> SparseRep:
-        logits, h = self.lexical_logits(input_ids, attention_mask)
-        pivot = torch.log1p(torch.relu(logits.max(dim=1).values))  # t (B, V_en)
+        logits, h, words = self.lexical_logits(input_ids, attention_mask)
+        pivot = torch.log1p(torch.relu(masked_max(logits, words)))  # t (B, V_en)
         if self.echo_head is None:
             return SparseRep(pivot, input_ids, None)
-        echoed = attention_mask * ~torch.isin(input_ids, self.special)
-        w = torch.relu(self.echo_head(h).squeeze(-1)) * echoed * self.scale  # (B, T)
+        w = torch.relu(self.echo_head(h).squeeze(-1)) * words * self.scale  # (B, T)
         return SparseRep(pivot, input_ids, w)
 
     # ------------------------------------------------------------ saving (a DVC directory output)
@@ -153,6 +163,29 @@ class Milco(nn.Module):
         if model.scale is not None:
             model.scale.data.copy_(state["scale"])
         return model
+
+
+# ---------------------------------------------------------------- pooling over tokens
+
+
+def masked_max(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """max over T of logits (B, T, V) where mask (B, T) is 1: (B, V); 0 for a row with no such token."""
+    keep = mask.bool()
+    pooled = logits.masked_fill(~keep.unsqueeze(-1), torch.finfo(logits.dtype).min).max(dim=1).values
+    return torch.where(keep.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
+
+
+def soft_max_pool(logits: torch.Tensor, mask: torch.Tensor, tau: float) -> torch.Tensor:
+    """A smooth max over T of logits (B, T, V) where mask (B, T) is 1: tau * (logsumexp_T(L / tau) - log n), n the
+    row's tokens; masked_max at tau = 0, the mean as tau grows, and every token gets a share of the gradient
+    (softmax(L / tau)) where max gives it all to the argmax. 0 for a row with no token."""
+    if tau == 0:
+        return masked_max(logits, mask)
+    keep = mask.bool()
+    n = keep.sum(dim=1, keepdim=True).clamp(min=1).to(logits.dtype)  # (B, 1)
+    scaled = (logits / tau).masked_fill(~keep.unsqueeze(-1), torch.finfo(logits.dtype).min)
+    pooled = tau * (torch.logsumexp(scaled, dim=1) - torch.log(n))
+    return torch.where(keep.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
 
 
 # ---------------------------------------------------------------- the score

@@ -150,9 +150,15 @@ def align(
     config: TrainConfig,
     batch: int,
     teacher_pad_id: int,
+    soft_tau: float = 0.0,
+    soft_steps: int = 0,
     progress: bool = True,
 ) -> list[float]:
-    """Stage 1: SMSE(m, e) + SMSE(me, e) on parallel (foreign, English) pairs; the teacher is frozen."""
+    """Stage 1: SMSE(m, e) + SMSE(me, e) on parallel (foreign, English) pairs; the teacher is frozen.
+
+    The student's m and me pool with soft_max_pool at a temperature annealed linearly from soft_tau to 0 over the
+    first soft_steps steps, then with the paper's max: with the max from the start, each term's gradient reaches one
+    token only and a from-scratch encoder stalls (README, milco). soft_tau = 0 is the paper's max throughout."""
     teacher.eval()
     for p in teacher.parameters():
         p.requires_grad_(False)
@@ -162,8 +168,9 @@ def align(
 
     def loss_at(step: int) -> torch.Tensor:
         rows = rng.choice(len(foreign), size=min(batch, len(foreign)), replace=False)
-        m = student.max_logits(*collate([foreign[r] for r in rows], pad))  # (B, V_en)
-        me = student.max_logits(*collate([english_student[r] for r in rows], pad))  # (B, V_en)
+        tau = soft_tau * max(0.0, 1.0 - step / soft_steps) if soft_steps else 0.0
+        m = student.max_logits(*collate([foreign[r] for r in rows], pad), tau=tau)  # (B, V_en)
+        me = student.max_logits(*collate([english_student[r] for r in rows], pad), tau=tau)  # (B, V_en)
         with torch.no_grad():
             e = teacher_max_logits(teacher, *collate([english_teacher[r] for r in rows], teacher_pad_id))
         return alignment_loss(m, me, e)
@@ -197,7 +204,8 @@ def encode_sparse(model: Milco, ids: list[list[int]], batch: int = 256, descript
 
 
 def align_on_parallel(student: Milco, teacher: PreTrainedModel, teacher_tokenizer: PreTrainedTokenizerBase, parallel: pl.DataFrame,
-                      *, steps: int, lr: float, batch: int, max_length: int, seed: int) -> list[float]:
+                      *, steps: int, lr: float, batch: int, max_length: int, seed: int, soft_tau: float = 0.0,
+                      soft_steps: int = 0) -> list[float]:
     """Stage 1 on the parallel text (columns source, english): its loss per step."""
     src_tok = student.tokenizer
     return align(
@@ -206,7 +214,7 @@ def align_on_parallel(student: Milco, teacher: PreTrainedModel, teacher_tokenize
         english_student=tokenize(src_tok, parallel["english"].to_list(), max_length),
         english_teacher=tokenize(teacher_tokenizer, parallel["english"].to_list(), max_length),
         config=TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, seed=seed),
-        batch=batch, teacher_pad_id=teacher_tokenizer.pad_token_id,
+        batch=batch, teacher_pad_id=teacher_tokenizer.pad_token_id, soft_tau=soft_tau, soft_steps=soft_steps,
     )
 
 

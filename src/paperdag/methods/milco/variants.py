@@ -32,7 +32,7 @@ def train_variants(p: TrainParams, corpus: pl.DataFrame, queries: pl.DataFrame, 
         if v.align and v.connector not in aligned:
             student = new_student(p, en_model, tokenizer, p.seed, connector=v.connector, echo=True)
             history = align_on_parallel(student, en_model, en_tok, parallel, steps=p.align_steps, lr=p.align_lr, batch=p.align_batch,
-                                        max_length=p.max_length, seed=p.seed)
+                                        max_length=p.max_length, seed=p.seed, soft_tau=p.align_soft_tau, soft_steps=p.align_soft_steps)
             aligned[v.connector] = student
             stats[f"align_connector_{v.connector}"] = {"loss": loss_summary(history), "train_s": time.perf_counter() - start}
         if v.align:
