@@ -123,3 +123,15 @@ def test_soft_max_pool_sends_gradient_to_every_word_where_max_sends_it_to_one() 
     logits.grad = None
     masked_max(logits, mask).sum().backward()
     assert torch.equal(logits.grad[0, :, 0], torch.tensor([0.0, 1.0, 0.0, 0.0]))
+
+
+def test_learning_check_names_every_model_below_the_minimum_and_passes_at_it() -> None:
+    """check_learned raises naming each checked model under the minimum (not the unchecked ablation), and passes a
+    model exactly at it."""
+    from paperdag.methods.milco.variants import check_learned
+
+    scores = {"milco": 0.04, "dense_trained": 0.01, "no_align": 0.0}
+    with pytest.raises(ValueError, match=r"milco 0\.040, dense_trained 0\.010 < milco\.train\.min_train_ndcg10 = 0\.05") as err:
+        check_learned(scores, ["milco", "dense_trained"], 0.05, "milco train 0")
+    assert "no_align" not in str(err.value)
+    check_learned(scores, ["milco"], 0.04, "milco train 0")

@@ -93,6 +93,7 @@ class TrainParams(ModelParams):
     lambda_q: NonNegativeFloat
     lambda_d: NonNegativeFloat
     temperature: PositiveFloat  # the dense baseline's score scale: the dense teacher's temperature
+    min_train_ndcg10: Fraction  # learning check: MILCO and the dense baseline must reach this on the train queries
     item: Item
     seed: int
 

@@ -9,13 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from paperdag.methods.milco.config import TrainParams
 from paperdag.methods.milco.dense import DenseEncoder, align_dense, distill_dense, new_dense
 from paperdag.methods.milco.model import Milco
 from paperdag.methods.milco.student import load_teacher, new_student
-from paperdag.methods.milco.training import align_on_parallel, distill_on_groups, loss_summary
+from paperdag.methods.milco.sparse import brute_force_search, top_k
+from paperdag.methods.milco.training import align_on_parallel, distill_on_groups, encode_sparse, loss_summary, tokenize
+from paperdag.retrieval.metrics import ndcg_at_k
 
 DENSE = "dense_trained"  # the fair dense baseline's name among the trained models
 
@@ -53,7 +56,39 @@ def train_variants(p: TrainParams, corpus: pl.DataFrame, queries: pl.DataFrame, 
     models[DENSE] = dense
     stats[DENSE] = {"dim": dense.dim, "align_loss": loss_summary(align_history), "loss": loss_summary(history),
                     "train_s": time.perf_counter() - start}
+    stats["train_ndcg10"] = train_query_ndcg10(models, corpus, queries, p.max_length)
+    full = [name for name, v in p.variants.items() if v.connector and v.echo and v.align]
+    check_learned(stats["train_ndcg10"], [*full, DENSE], p.min_train_ndcg10, f"milco train {p.item}")
     return models, stats
+
+
+def check_learned(scores: dict[str, float], names: list[str], minimum: float, where: str) -> None:
+    """ValueError naming every model of `names` whose train-query nDCG@10 is below `minimum`."""
+    weak = {n: scores[n] for n in names if scores[n] < minimum}
+    if weak:
+        shown = ", ".join(f"{n} {v:.3f}" for n, v in weak.items())
+        raise ValueError(f"{where}: nDCG@10 on the cross-lingual train queries {shown} < milco.train.min_train_ndcg10 = {minimum}: "
+                         "the model did not learn to retrieve across languages, so comparing with it means nothing; raise "
+                         "milco.train.align_steps / distill_steps, or the model size")
+
+
+def train_query_ndcg10(models: dict[str, Milco | DenseEncoder], corpus: pl.DataFrame, queries: pl.DataFrame, max_length: int
+                       ) -> dict[str, float]:
+    """nDCG@10 of each model on the cross-lingual train queries, over the whole corpus (exact search, unpruned): a
+    learning check, not a quality estimate (stage 2 trains on these queries). A model near 0 here did not learn to
+    retrieve across languages, and a comparison with it would mean nothing."""
+    train = queries.filter((pl.col("split") == "train") & (pl.col("kind") == "crosslingual")).sort("query_id")
+    texts, docs, relevant = train["text"].to_list(), corpus.sort("doc_id")["text"].to_list(), train["relevant"].to_list()
+    out = {}
+    for name, model in models.items():
+        if isinstance(model, DenseEncoder):
+            scores = model.encode(texts, max_length) @ model.encode(docs, max_length).T
+            ranked = np.stack([top_k(row, 10) for row in scores]) if len(texts) else np.zeros((0, 10), dtype=np.int64)
+        else:
+            q = encode_sparse(model, tokenize(model.tokenizer, texts, max_length))
+            ranked = brute_force_search(q, encode_sparse(model, tokenize(model.tokenizer, docs, max_length)), 10)[1]
+        out[name] = float(ndcg_at_k(ranked, relevant, 10))
+    return out
 
 
 def load_models(path: Path, names: list[str]) -> dict[str, Milco | DenseEncoder]:
