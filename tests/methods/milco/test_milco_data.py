@@ -54,7 +54,7 @@ def test_document_names_never_occur_in_the_parallel_text(world) -> None:
 
 
 def test_dictionary_learns_word_translations_from_parallel_text() -> None:
-    """Dice co-occurrence: x~red (3/3 together), y~boat, z~car (Dice 1 beats red's 2/3); unknown words pass through."""
+    """IBM Model 1: x~red (3/3 together), y~boat, z~car (EM explains red by x, so car by z); unknown words pass through."""
     pairs = [("x y", "red boat"), ("x z", "red car"), ("w y", "blue boat"), ("x", "red")]
     dictionary = learn_dictionary(pairs)
     assert dictionary["x"] == "red" and dictionary["y"] == "boat" and dictionary["z"] == "car" and dictionary["w"] == "blue"
