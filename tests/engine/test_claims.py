@@ -65,6 +65,13 @@ def test_a_claim_without_its_metrics_file_is_missing() -> None:
     assert claims.judge(_claim(), None, "pipelines/m.yaml")["status"] == "missing"
 
 
+def test_a_null_metric_is_not_held_not_an_error() -> None:
+    """A metric the pipeline wrote as null (it could not measure it: lookaheadkv's overhead ratio when an overhead is
+    lost in timing noise) is not held, with no value; before, the claims stage failed on it and stopped the run."""
+    entry = claims.judge(_claim(), {"headline": {"x": None}}, "pipelines/m.yaml")
+    assert entry["status"] == "not_held" and entry["value"] is None
+
+
 @pytest.mark.parametrize(
     ("metrics", "match"),
     [

@@ -12,7 +12,8 @@ paperdag.stats writes them). A number is `held` when it passes the test, else `n
 on its conservative end (the low end for > and >=, the high end for < and <=): `held` when that end passes,
 `within_noise` when only the mean does (or the interval has no ends: one replicate), `not_held` when the mean
 fails. A claim whose metric file does not exist yet
-is `missing`.
+is `missing`; a metric that is null (JSON `null`: the pipeline ran and could not measure it, e.g. a cost lost in
+timing noise) is `not_held`: the run does not show the claim, and a stage that judges it must not fail.
 
 Each pipeline with claims gets a stage `<m>:claims` (dvc.yaml `<m>-claims`) that judges them and writes
 `data/<m>/claims.json`, a DVC metric; its MLflow run carries each claim's value and status.
@@ -130,6 +131,9 @@ def judge(claim: Claim, metrics: Any, file: str) -> dict[str, Any]:
     except KeyError:
         raise SpecError(file, f"claims.{claim.name}.metric",
                         f"{claim.metric_path} has no key '{claim.metric_key}'") from None
+    if raw is None:  # measured as unmeasurable: the claim is not shown
+        entry["status"] = "not_held"
+        return entry
     low = high = None
     n: Any = None  # replicates behind the value: known only for an interval
     interval = isinstance(raw, dict)
