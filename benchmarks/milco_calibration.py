@@ -13,7 +13,7 @@
     .venv/bin/python benchmarks/milco_calibration.py translate --replicate 0
     .venv/bin/python benchmarks/milco_calibration.py teacher --warmup 100 400
     .venv/bin/python benchmarks/milco_calibration.py stage1 --steps 600 --soft-tau 0 3
-    .venv/bin/python benchmarks/milco_calibration.py dense
+    .venv/bin/python benchmarks/milco_calibration.py dense --align-lr 0.005
 
 One thread each (torch), native numerics; a few minutes per configuration on this 2-core machine.
 """
@@ -173,9 +173,10 @@ def run_dense(args: argparse.Namespace) -> None:
             shown.append(f"{split} {ndcg_at_k(np.stack([top_k(row, 10) for row in scores]), qs['relevant'].to_list(), 10):.3f}")
         print(f"  {tag}: cross-lingual nDCG@10 " + ", ".join(shown))
 
+    lr = args.align_lr if args.align_lr is not None else train["align_lr"]
     start = time.perf_counter()
-    align_dense(dense, parallel, steps=train["align_steps"], lr=train["align_lr"], batch=train["align_batch"], max_length=length, seed=0)
-    ndcg(f"after stage 1 ({train['align_steps']} steps, {time.perf_counter() - start:.0f} s)")
+    align_dense(dense, parallel, steps=train["align_steps"], lr=lr, batch=train["align_batch"], max_length=length, seed=0)
+    ndcg(f"after stage 1 ({train['align_steps']} steps at lr {lr:g}, {time.perf_counter() - start:.0f} s)")
     distill_dense(dense, corpus, queries, pl.read_parquet(d / "groups.parquet"), steps=train["distill_steps"], lr=train["distill_lr"],
                   batch=train["distill_batch"], max_length=length, seed=0)
     ndcg(f"after stage 2 ({train['distill_steps']} steps)")
@@ -194,6 +195,8 @@ def main() -> None:
             s.add_argument("--steps", type=int, nargs="+", default=[600])
             s.add_argument("--soft-tau", type=float, nargs="+", default=[0.0, 3.0])
             s.add_argument("--soft-fraction", type=float, default=2 / 3, help="share of the steps the temperature anneals over")
+        if name == "dense":
+            s.add_argument("--align-lr", type=float, default=None, help="stage 1's learning rate (default: milco.train.align_lr)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     {"translate": run_translate, "teacher": run_teacher, "stage1": run_stage1, "dense": run_dense}[args.what](args)
