@@ -87,12 +87,17 @@ def test_predictions_cover_every_method_and_budget_and_timings_only_evicting_bud
 
 def test_claims_are_declared_on_intervals_over_replicates(repo: Path, params: dict) -> None:
     """pipelines/lookaheadkv.yaml declares the issue's claims: the comparisons on intervals over the replicates, the
-    LM's check on a plain number (held or not held)."""
+    LM's check on a plain number (held or not held). A cost ratio is null when a replicate's overhead is lost in the
+    timing noise (a loaded machine at smoke scale): that claim is then not_held with no value, never an interval over
+    the other replicates."""
     from paperdag.engine.claims import evaluate_pipeline
 
     claims = evaluate_pipeline(repo, "lookaheadkv")
     assert set(claims) == CLAIMS
-    assert all(claims[c]["n"] == len(params["replicates"]) for c in INTERVAL_CLAIMS)
+    for c in INTERVAL_CLAIMS:
+        measured = claims[c]["value"] is not None
+        assert claims[c]["n"] == len(params["replicates"]) if measured else (claims[c]["status"], claims[c]["n"]) == ("not_held", None)
+    assert all(claims[c]["value"] is not None for c in ("beats_snapkv_question_before", "beats_snapkv_question_after"))
     assert claims["lm_solves_the_tasks"]["status"] in {"held", "not_held"}
 
 
