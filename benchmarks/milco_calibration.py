@@ -7,13 +7,13 @@
              content words (the target stage 1 aligns the student with), and its active dims
   stage1     stage 1 alone on a fresh student: pivot recall of the content words of test queries and documents, with
              the paper's max pooling from the start vs the soft max annealed to it (milco.train.align_soft_*)
-  dense      the fair dense baseline at the run's steps: cross-lingual nDCG@10 on train and test queries after its
-             stage 1 (in-batch InfoNCE on the parallel text) and after stage 2 (KL on the train queries' groups)
+
+The fair dense baseline's settings are chosen by its own stage (milco train_dense, on validation queries; the grid's
+scores in data/milco/<replicate>/dense_stats.json).
 
     .venv/bin/python benchmarks/milco_calibration.py translate --replicate 0
     .venv/bin/python benchmarks/milco_calibration.py teacher --warmup 100 400
     .venv/bin/python benchmarks/milco_calibration.py stage1 --steps 600 --soft-tau 0 3
-    .venv/bin/python benchmarks/milco_calibration.py dense --align-lr 0.005
 
 One thread each (torch), native numerics; a few minutes per configuration on this 2-core machine.
 """
@@ -153,39 +153,10 @@ def run_stage1(args: argparse.Namespace) -> None:
                   f"   ({time.perf_counter() - start:.0f} s)")
 
 
-def run_dense(args: argparse.Namespace) -> None:
-    from paperdag.methods.milco.dense import align_dense, distill_dense, new_dense
-    from paperdag.methods.milco.sparse import top_k
-    from paperdag.retrieval.metrics import ndcg_at_k
-
-    d, corpus, queries, parallel = world(args.replicate)
-    p = yaml.safe_load((ROOT / "params.yaml").read_text())["milco"]
-    model_p = SimpleNamespace(**{k: p["model"][k] for k in ("encoder", "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length")})
-    train, length = p["train"], p["model"]["max_length"]
-    dense = new_dense(model_p, d / "tokenizer", 0, train["temperature"])
-
-    def ndcg(tag: str) -> None:
-        docs = dense.encode(corpus["text"].to_list(), length)
-        shown = []
-        for split in ("train", "test"):
-            qs = queries.filter((pl.col("split") == split) & (pl.col("kind") == "crosslingual")).sort("query_id")
-            scores = dense.encode(qs["text"].to_list(), length) @ docs.T
-            shown.append(f"{split} {ndcg_at_k(np.stack([top_k(row, 10) for row in scores]), qs['relevant'].to_list(), 10):.3f}")
-        print(f"  {tag}: cross-lingual nDCG@10 " + ", ".join(shown))
-
-    lr = args.align_lr if args.align_lr is not None else train["align_lr"]
-    start = time.perf_counter()
-    align_dense(dense, parallel, steps=train["align_steps"], lr=lr, batch=train["align_batch"], max_length=length, seed=0)
-    ndcg(f"after stage 1 ({train['align_steps']} steps at lr {lr:g}, {time.perf_counter() - start:.0f} s)")
-    distill_dense(dense, corpus, queries, pl.read_parquet(d / "groups.parquet"), steps=train["distill_steps"], lr=train["distill_lr"],
-                  batch=train["distill_batch"], max_length=length, seed=0)
-    ndcg(f"after stage 2 ({train['distill_steps']} steps)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
-    for name in ("translate", "teacher", "stage1", "dense"):
+    for name in ("translate", "teacher", "stage1"):
         s = sub.add_parser(name)
         s.add_argument("--replicate", type=int, default=0)
         s.add_argument("--docs", type=int, default=150, help="test documents / queries the recall is measured on")
@@ -195,11 +166,9 @@ def main() -> None:
             s.add_argument("--steps", type=int, nargs="+", default=[600])
             s.add_argument("--soft-tau", type=float, nargs="+", default=[0.0, 3.0])
             s.add_argument("--soft-fraction", type=float, default=2 / 3, help="share of the steps the temperature anneals over")
-        if name == "dense":
-            s.add_argument("--align-lr", type=float, default=None, help="stage 1's learning rate (default: milco.train.align_lr)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    {"translate": run_translate, "teacher": run_teacher, "stage1": run_stage1, "dense": run_dense}[args.what](args)
+    {"translate": run_translate, "teacher": run_teacher, "stage1": run_stage1}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Glue between the paperdag engine and the milco method, one replicate per matrix element (`item.replicate`):
-synthesize -> train_teacher -> train (MILCO, its ablations and the fair dense baseline) -> index (pruning levels +
-baselines) -> retrieve; evaluate gathers every replicate.
+synthesize -> train_teacher -> train (MILCO and its ablations) | train_dense (the fair dense baseline, tuned on
+validation) -> index (pruning levels + baselines) -> retrieve; evaluate gathers every replicate.
 
 The method lives in paperdag.methods.milco (params types: paperdag.methods.milco.config); these functions turn
 tables into token ids, models into directories and rankings into metrics.
@@ -21,6 +21,7 @@ from paperdag.methods.milco.config import (
     IndexParams,
     RetrieveParams,
     SynthesizeParams,
+    TrainDenseParams,
     TrainParams,
     TrainTeacherParams,
 )
@@ -66,8 +67,8 @@ def train_teacher(params: TrainTeacherParams, corpus: pl.DataFrame, queries: pl.
 
 def train(params: TrainParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame, groups: pl.DataFrame,
           teacher: Path, tokenizer: Path) -> dict[str, object]:
-    """MILCO and each ablation (stage 1 SMSE on the parallel text, stage 2 KL + FLOPS on the teacher's groups) and the
-    fair dense baseline (same size, data, teacher and steps), one directory each under `models`."""
+    """MILCO and each ablation (stage 1 SMSE on the parallel text, stage 2 KL + FLOPS on the teacher's groups), one
+    directory each under `models`."""
     from paperdag.methods.milco.variants import train_variants
 
     models, stats = train_variants(params, corpus, queries, parallel, groups, teacher, tokenizer)
@@ -79,46 +80,58 @@ def train(params: TrainParams, corpus: pl.DataFrame, queries: pl.DataFrame, para
     return {"models": write, "train_stats": stats}
 
 
-def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, queries: pl.DataFrame, models: Path) -> dict[str, object]:
+def train_dense(params: TrainDenseParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame, groups: pl.DataFrame,
+                tokenizer: Path) -> dict[str, object]:
+    """The fair dense baseline (MILCO's size, data, teacher groups and step budget) at its best stage-1 learning rate,
+    temperature and stage-2 steps on a validation share of the train queries; the grid's scores in `dense_stats`."""
+    from paperdag.methods.milco.dense import tune_dense
+
+    model, stats = tune_dense(params, corpus, queries, parallel, groups, tokenizer)
+    return {"dense": model.save_pretrained, "dense_stats": stats}
+
+
+def index(params: IndexParams, corpus: pl.DataFrame, parallel: pl.DataFrame, queries: pl.DataFrame, models: Path,
+          dense: Path) -> dict[str, object]:
     """Per variant: encode the documents, mass-prune at each rho, build an inverted index. Baselines: the fair dense
     baseline and the packaged MiniLM (exact, flat), BM25 on the source text, translate-then-BM25 (dictionary learned
     from the parallel text, k1 and b tuned on the train queries)."""
+    from paperdag.methods.milco.dense import DenseEncoder
     from paperdag.methods.milco.search import Indexes, baseline_indexes, sparse_indexes
-    from paperdag.methods.milco.variants import DENSE, load_models
+    from paperdag.methods.milco.variants import load_models
 
     p = params
     docs = corpus.sort("doc_id")["text"].to_list()
-    names = sorted(sub.name for sub in models.iterdir() if sub.is_dir())
-    loaded = load_models(models, names)
+    loaded = load_models(models, sorted(sub.name for sub in models.iterdir() if sub.is_dir()))
     stats: dict[str, Any] = {"n_docs": len(docs), "sparse": []}
     built: dict[str, Any] = {}
-    for variant in (n for n in names if n != DENSE):
+    for variant in loaded:
         indexes, rows = sparse_indexes(loaded[variant], variant, docs, p.rhos, p.max_length)
         built |= indexes
         stats["sparse"] += rows
     tuning = queries.filter(pl.col("split") == "train").sort("query_id")
-    baselines, baseline_stats = baseline_indexes(docs, parallel, tuning, p.dense_encoder, loaded[DENSE], p.bm25_k1, p.bm25_b, p.max_length)
+    trained = DenseEncoder.from_pretrained(dense)
+    baselines, baseline_stats = baseline_indexes(docs, parallel, tuning, p.dense_encoder, trained, p.bm25_k1, p.bm25_b, p.max_length)
     return {"indexes": Indexes(built, **baselines).save, "index_stats": stats | baseline_stats}
 
 
-def retrieve(params: RetrieveParams, queries: pl.DataFrame, indexes: Path, models: Path) -> dict[str, object]:
+def retrieve(params: RetrieveParams, queries: pl.DataFrame, indexes: Path, models: Path, dense: Path) -> dict[str, object]:
     """Top-100 rankings of the test queries for each (variant, rho) and baseline; search latency per query measured
     one query at a time on one thread (query encoding excluded: it is reported separately per method). With
     prune_queries, query vectors are mass-pruned at the same rho as the documents."""
+    from paperdag.methods.milco.dense import DenseEncoder
     from paperdag.methods.milco.search import Indexes, Runs
-    from paperdag.methods.milco.variants import DENSE, load_models
+    from paperdag.methods.milco.variants import load_models
 
     p = params
     test = queries.filter(pl.col("split") == "test").sort("query_id")
     texts = test["text"].to_list()
-    names = sorted(sub.name for sub in models.iterdir() if sub.is_dir())
-    loaded = load_models(models, names)
-    variants = [n for n in names if n != DENSE]
+    loaded = load_models(models, sorted(sub.name for sub in models.iterdir() if sub.is_dir()))
+    variants = list(loaded)
     built = Indexes.load(indexes, variants)
     runs = Runs(test["query_id"].to_list())
     for variant in variants:
         runs.sparse(loaded[variant], variant, built.pruned(variant), texts, p.max_length, p.latency_repeats, p.prune_queries)
-    runs.baselines(texts, p.dense_encoder, loaded[DENSE], p.max_length, built, p.latency_repeats)
+    runs.baselines(texts, p.dense_encoder, DenseEncoder.from_pretrained(dense), p.max_length, built, p.latency_repeats)
     return {"runs": pl.concat(runs.frames), "latency": runs.latency}
 
 

@@ -126,12 +126,31 @@ def test_soft_max_pool_sends_gradient_to_every_word_where_max_sends_it_to_one() 
 
 
 def test_learning_check_names_every_model_below_the_minimum_and_passes_at_it() -> None:
-    """check_learned raises naming each checked model under the minimum (not the unchecked ablation), and passes a
-    model exactly at it."""
-    from paperdag.methods.milco.variants import check_learned
+    """check_learned raises naming each checked model under the minimum (not the unchecked ablation) and the
+    params.yaml key, and passes a model exactly at it."""
+    from paperdag.methods.milco.training import check_learned
 
-    scores = {"milco": 0.04, "dense_trained": 0.01, "no_align": 0.0}
-    with pytest.raises(ValueError, match=r"milco 0\.040, dense_trained 0\.010 < milco\.train\.min_train_ndcg10 = 0\.05") as err:
-        check_learned(scores, ["milco", "dense_trained"], 0.05, "milco train 0")
+    scores = {"milco": 0.04, "no_echo": 0.01, "no_align": 0.0}
+    with pytest.raises(ValueError, match=r"milco 0\.040, no_echo 0\.010 < milco\.train\.min_train_ndcg10 = 0\.05") as err:
+        check_learned(scores, ["milco", "no_echo"], 0.05, "milco train 0", "milco.train.min_train_ndcg10")
     assert "no_align" not in str(err.value)
-    check_learned(scores, ["milco"], 0.04, "milco train 0")
+    check_learned(scores, ["milco"], 0.04, "milco train 0", "milco.train.min_train_ndcg10")
+
+
+def test_soft_pooling_steps_beyond_stage_1_are_refused_on_their_key() -> None:
+    """milco.train.align_soft_steps > align_steps would end stage 1 on the soft pool while the model is used with
+    the max: the params are refused, naming the key; at align_steps they load."""
+    import yaml
+
+    from paperdag.engine import Item, SpecError
+    from paperdag.engine.params import build, collect
+    from paperdag.methods.milco.config import TrainParams
+
+    params = yaml.safe_load((Path(__file__).parents[3] / "params.yaml").read_text())
+    train = params["milco"]["train"]
+    train["align_soft_steps"] = train["align_steps"] + 1
+    with pytest.raises(SpecError, match=r"milco\.train\.align_soft_steps.*> align_steps"):
+        build(TrainParams, collect(params, ("milco.model", "milco.train")), seed=1, stage="milco:train", item=Item({"replicate": 0}))
+    train["align_soft_steps"] = train["align_steps"]
+    assert build(TrainParams, collect(params, ("milco.model", "milco.train")), seed=1, stage="milco:train",
+                 item=Item({"replicate": 0})).align_soft_steps == train["align_steps"]

@@ -40,7 +40,7 @@ def _params(repo: Path) -> dict:
 
 def test_models_are_saved_per_replicate_and_variant_without_paths(repo: Path) -> None:
     """Each replicate holds every variant's model (a save_pretrained encoder with its tokenizer and the MILCO config)
-    and the fair dense baseline, the teacher wider than the student; no saved config names a path of this checkout."""
+    and the fair dense baseline (its own stage's directory), the teacher wider than the student; no saved config names a path of this checkout."""
     params = _params(repo)
     for r in params["replicates"]:
         root = repo / f"data/milco/{r}"
@@ -48,11 +48,35 @@ def test_models_are_saved_per_replicate_and_variant_without_paths(repo: Path) ->
             model = root / "models" / variant
             assert (model / "encoder" / "config.json").exists() and (model / "encoder" / "tokenizer.json").exists()
             assert "_name_or_path" not in (model / "milco_config.json").read_text()
-        dense = json.loads((root / "models/dense_trained/encoder/config.json").read_text())
+        assert not (root / "models/dense_trained").exists()  # its own stage
+        dense = json.loads((root / "dense/encoder/config.json").read_text())
         assert dense["hidden_size"] == params["model"]["hidden_size"]
         assert json.loads((root / "teacher/config.json").read_text())["hidden_size"] == params["model"]["teacher_hidden_size"]
         for config in root.rglob("*config.json"):
             assert str(repo) not in config.read_text(), config
+
+
+def test_dense_baseline_is_chosen_on_validation_queries(repo: Path) -> None:
+    """train_dense tries every (align_lr, align_temperature) of the grid, scores the validation queries every
+    eval_every stage-2 steps (0 and the last included), and keeps the best setting and step count; the validation
+    queries are the configured share of the cross-lingual train queries, never a test query."""
+    params = _params(repo)
+    p = params["train_dense"]
+    queries = pl.read_parquet(repo / "data/milco/0/queries.parquet")
+    cross = queries.filter((pl.col("split") == "train") & (pl.col("kind") == "crosslingual")).height
+    for r in params["replicates"]:
+        stats = json.loads((repo / f"data/milco/{r}/dense_stats.json").read_text())
+        grid = [g for g in stats["grid"] if "diverged" not in g]  # a setting whose loss went non-finite is out of the running
+        assert {(g["align_lr"], g["align_temperature"]) for g in stats["grid"]} == {(a, t) for a in p["align_lrs"] for t in p["align_temperatures"]}
+        steps = {str(s) for s in range(0, p["distill_steps"], p["eval_every"])} | {str(p["distill_steps"])}
+        assert all(set(g["val_ndcg10"]) == steps for g in grid)
+        best = max(v for g in grid for v in g["val_ndcg10"].values())
+        chosen = stats["chosen"]
+        assert chosen["val_ndcg10"] == best
+        assert next(g for g in grid if (g["align_lr"], g["align_temperature"]) == (chosen["align_lr"], chosen["align_temperature"])
+                    )["val_ndcg10"][str(chosen["distill_steps"])] == best
+        assert stats["validation_queries"] == max(1, round(p["validation_fraction"] * cross))
+        assert stats["dim"] == params["model"]["hidden_size"]
 
 
 def test_test_queries_never_reach_the_tokenizer(repo: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from annotated_types import Len
 from pydantic import AfterValidator, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 from paperdag.engine import Item
@@ -81,21 +82,50 @@ class VariantParams:
 
 @dataclass(frozen=True)
 class TrainParams(ModelParams):
-    variants: dict[str, VariantParams]  # MILCO and its ablations; the fair dense baseline is trained beside them
+    variants: dict[str, VariantParams]  # MILCO and its ablations (the fair dense baseline: TrainDenseParams)
     align_steps: PositiveInt
     align_lr: PositiveFloat
     align_batch: PositiveInt
     align_soft_tau: NonNegativeFloat  # stage 1's pooling temperature at step 0, annealed to the paper's max (0)
-    align_soft_steps: NonNegativeInt  # ... over this many steps (0: the max from the start)
+    align_soft_steps: NonNegativeInt  # ... over this many steps (0: the max from the start), at most align_steps
     distill_steps: PositiveInt
     distill_lr: PositiveFloat
     distill_batch: PositiveInt
     lambda_q: NonNegativeFloat
     lambda_d: NonNegativeFloat
-    temperature: PositiveFloat  # the dense baseline's score scale: the dense teacher's temperature
-    min_train_ndcg10: Fraction  # learning check: MILCO and the dense baseline must reach this on the train queries
+    min_train_ndcg10: Fraction  # learning check: MILCO must reach this on the cross-lingual train queries
     item: Item
     seed: int
+
+    def __post_init__(self) -> None:
+        if self.align_soft_steps > self.align_steps:
+            raise ValueError("align_soft_steps", f"{self.align_soft_steps} > align_steps {self.align_steps}: stage 1 would end on "
+                             "the soft pool while the model is used with the max")
+
+
+@dataclass(frozen=True)
+class TrainDenseParams(ModelParams):
+    """The fair dense baseline: MILCO's encoder size, data, teacher groups and step budget, with its own learning rate
+    and contrastive temperature for stage 1 and its own number of stage-2 steps, each chosen on a validation split
+    of the cross-lingual train queries (held out of stage 2 while tuning; the final model is refit on all of them)."""
+
+    align_steps: PositiveInt  # stage 1 (in-batch InfoNCE on the parallel text): MILCO's stage-1 steps
+    align_lrs: Annotated[list[PositiveFloat], Len(min_length=1)]  # grid: stage-1 learning rate ...
+    align_temperatures: Annotated[list[PositiveFloat], Len(min_length=1)]  # ... x InfoNCE temperature
+    align_batch: PositiveInt
+    distill_steps: PositiveInt  # stage 2 (MILCO's KL on the teacher's groups): at most MILCO's steps, the best of
+    eval_every: PositiveInt  # ... every eval_every steps (0 included) on the validation queries
+    distill_lr: PositiveFloat
+    distill_batch: PositiveInt
+    temperature: PositiveFloat  # stage 2's scores = cosine / temperature (the dense teacher's, as MILCO's scale)
+    validation_fraction: PositiveFraction  # share of the cross-lingual train queries held out for the choice
+    min_train_ndcg10: Fraction  # learning check, as MILCO's, on the cross-lingual train queries
+    item: Item
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.validation_fraction >= 1:
+            raise ValueError("validation_fraction", f"{self.validation_fraction} leaves no train query for stage 2")
 
 
 @dataclass(frozen=True)

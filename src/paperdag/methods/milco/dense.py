@@ -9,11 +9,19 @@ states (dimension h_m):
 Stage 1 on the parallel text (the sparse student's SMSE has no dense analogue): in-batch contrastive alignment,
 each foreign sentence against its English side among the batch's (symmetric InfoNCE); stage 2 exactly MILCO's
 KL(softmax(teacher) || softmax(student)) over the same groups and teacher scores (no FLOPS: nothing is sparse).
+
+The baseline gets its own best settings (tune_dense): the stage-1 learning rate and InfoNCE temperature, and the
+number of stage-2 steps (stage 2 fits the train queries and can overfit them), chosen on a validation share of the
+cross-lingual train queries held out of stage 2; the chosen stage-1 model is then refit on all the train queries.
 """
 
 from __future__ import annotations
 
+import copy
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -24,11 +32,14 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from paperdag.lm import TrainConfig, train_loop
-from paperdag.methods.milco.config import ModelParams
+from paperdag.methods.milco.config import ModelParams, TrainDenseParams
 from paperdag.methods.milco.losses import kl_distillation
-from paperdag.methods.milco.training import collate, groups_data, tokenize
+from paperdag.methods.milco.sparse import top_k
+from paperdag.methods.milco.training import check_learned, collate, groups_data, loss_summary, tokenize
+from paperdag.retrieval.metrics import ndcg_at_k
 
 ENCODER_DIR = "encoder"
+DENSE = "dense_trained"  # the fair dense baseline's name in runs, tables and claims
 
 
 class DenseEncoder(nn.Module):
@@ -77,9 +88,18 @@ def new_dense(model: ModelParams, tokenizer_dir: Path, seed: int, temperature: f
     return DenseEncoder(*new_encoder(model, tokenizer_dir, seed), temperature)
 
 
+def ndcg10(model: DenseEncoder, queries: pl.DataFrame, corpus: pl.DataFrame, max_length: int) -> float:
+    """nDCG@10 of `queries` (columns text, relevant) over the whole corpus, exact search."""
+    scores = model.encode(queries["text"].to_list(), max_length) @ model.encode(corpus.sort("doc_id")["text"].to_list(), max_length).T
+    ranked = np.stack([top_k(row, 10) for row in scores]) if len(scores) else np.zeros((0, 10), dtype=np.int64)
+    return float(ndcg_at_k(ranked, queries["relevant"].to_list(), 10))
+
+
 def align_dense(model: DenseEncoder, parallel: pl.DataFrame, *, steps: int, lr: float, batch: int, max_length: int,
-                seed: int) -> list[float]:
-    """Stage 1: symmetric in-batch InfoNCE between each foreign sentence and its English side; loss per step."""
+                seed: int, temperature: float | None = None) -> list[float]:
+    """Stage 1: symmetric in-batch InfoNCE between each foreign sentence and its English side, logits divided by
+    `temperature` (default: the model's score temperature); loss per step."""
+    tau = model.temperature if temperature is None else temperature
     foreign = tokenize(model.tokenizer, parallel["source"].to_list(), max_length)
     english = tokenize(model.tokenizer, parallel["english"].to_list(), max_length)
     pad, rng = model.tokenizer.pad_token_id, np.random.default_rng(seed)
@@ -89,7 +109,7 @@ def align_dense(model: DenseEncoder, parallel: pl.DataFrame, *, steps: int, lr: 
         rows = rng.choice(len(foreign), size=min(batch, len(foreign)), replace=False)
         f = model(*collate([foreign[r] for r in rows], pad))
         e = model(*collate([english[r] for r in rows], pad))
-        logits = f @ e.T / model.temperature  # (B, B), the pairs on the diagonal
+        logits = f @ e.T / tau  # (B, B), the pairs on the diagonal
         target = torch.arange(len(rows))
         return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
 
@@ -100,15 +120,27 @@ def align_dense(model: DenseEncoder, parallel: pl.DataFrame, *, steps: int, lr: 
 
 
 def distill_dense(model: DenseEncoder, corpus: pl.DataFrame, queries: pl.DataFrame, groups: pl.DataFrame, *, steps: int, lr: float,
-                  batch: int, max_length: int, seed: int) -> list[float]:
-    """Stage 2: MILCO's KL distillation of the dense teacher's group scores, on the same train queries and groups."""
+                  batch: int, max_length: int, seed: int, every: int = 0, evaluate: Callable[[], float] | None = None
+                  ) -> tuple[list[float], dict[int, float]]:
+    """Stage 2: MILCO's KL distillation of the dense teacher's group scores, on the train queries of `queries` and
+    their groups; loss per step, and evaluate() before every `every`-th step and after the last ({step: value})."""
     train = queries.filter(pl.col("split") == "train").sort("query_id")
+    if train["query_id"].to_list() != groups["query_id"].to_list():
+        raise ValueError("groups.parquet does not match the train queries of queries.parquet: rerun milco train_teacher")
     data = groups_data(model.tokenizer, train["text"].to_list(), corpus.sort("doc_id")["text"].to_list(), groups["doc_ids"].to_list(),
                        groups["teacher_scores"].to_list(), max_length)
     pad, rng, g = model.tokenizer.pad_token_id, np.random.default_rng(seed), data.groups.shape[1]
+    scores: dict[int, float] = {}
+
+    def check(step: int) -> None:
+        if evaluate is not None and every and (step % every == 0 or step == steps):
+            scores[step] = evaluate()  # eval mode, no gradient; the batch sampling (rng) is untouched
+            model.train()
+
     model.train()
 
     def loss_at(step: int) -> torch.Tensor:
+        check(step)
         rows = rng.choice(len(data.query_ids), size=min(batch, len(data.query_ids)), replace=False)
         q = model(*collate([data.query_ids[r] for r in rows], pad))  # (B, h)
         d = model(*collate([data.passage_ids[int(i)] for r in rows for i in data.groups[r]], pad)).view(len(rows), g, -1)
@@ -117,5 +149,56 @@ def distill_dense(model: DenseEncoder, corpus: pl.DataFrame, queries: pl.DataFra
 
     history = train_loop(model.parameters(), loss_at, TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, seed=seed),
                          "milco dense baseline: KL distillation")
+    check(steps)
     model.eval()
-    return history
+    return history, scores
+
+
+def tune_dense(p: TrainDenseParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame, groups: pl.DataFrame,
+               tokenizer_dir: Path) -> tuple[DenseEncoder, dict[str, Any]]:
+    """The fair dense baseline at its best settings: for each (align_lr, align_temperature) of the grid, stage 1 on the
+    parallel text, then stage 2 on the train queries minus the validation ones, nDCG@10 of the validation queries
+    every eval_every steps; the best (setting, steps) wins (ties: the earlier setting, the fewer steps) and its
+    stage-1 model is refit with stage 2 on all the train queries for that many steps. Returns it and the grid."""
+    start = time.perf_counter()
+    train = queries.filter(pl.col("split") == "train").sort("query_id")
+    cross = train.filter(pl.col("kind") == "crosslingual")
+    n_val = max(1, round(p.validation_fraction * cross.height))
+    val_ids = set(np.random.default_rng(p.seed).choice(cross["query_id"].to_numpy(), size=n_val, replace=False).tolist())
+    val = cross.filter(pl.col("query_id").is_in(val_ids))
+    fit_queries = queries.filter(~pl.col("query_id").is_in(val_ids))
+    fit_groups = groups.filter(~pl.col("query_id").is_in(val_ids))
+    grid: list[dict[str, Any]] = []
+    best: tuple[float, int, DenseEncoder, dict[str, Any]] | None = None  # (validation nDCG@10, stage-2 steps, stage-1 model, setting)
+    for lr in p.align_lrs:
+        for tau in p.align_temperatures:
+            setting = {"align_lr": lr, "align_temperature": tau}
+            model = new_dense(p, tokenizer_dir, p.seed, p.temperature)
+            try:
+                align = align_dense(model, parallel, steps=p.align_steps, lr=lr, batch=p.align_batch, max_length=p.max_length,
+                                    seed=p.seed, temperature=tau)
+            except FloatingPointError as e:  # a learning rate too high for this setting: it is out of the running
+                grid.append(setting | {"diverged": str(e)})
+                continue
+            stage1 = copy.deepcopy(model)
+            history, by_step = distill_dense(model, corpus, fit_queries, fit_groups, steps=p.distill_steps, lr=p.distill_lr,
+                                             batch=p.distill_batch, max_length=p.max_length, seed=p.seed, every=p.eval_every,
+                                             evaluate=lambda m=model: ndcg10(m, val, corpus, p.max_length))
+            grid.append(setting | {"align_loss": loss_summary(align), "loss": loss_summary(history),
+                                   "val_ndcg10": {str(k): v for k, v in by_step.items()}})
+            steps, score = max(by_step.items(), key=lambda kv: (kv[1], -kv[0]))
+            if best is None or score > best[0]:
+                best = (score, steps, stage1, setting)
+    if best is None:
+        raise ValueError(f"milco train_dense {p.item}: every setting of milco.train_dense.align_lrs x align_temperatures diverged: "
+                         + "; ".join(g["diverged"] for g in grid))
+    score, steps, model, chosen = best
+    final: list[float] = []
+    if steps:
+        final, _ = distill_dense(model, corpus, queries, groups, steps=steps, lr=p.distill_lr, batch=p.distill_batch,
+                                 max_length=p.max_length, seed=p.seed)
+    learned = ndcg10(model, cross, corpus, p.max_length)
+    check_learned({DENSE: learned}, [DENSE], p.min_train_ndcg10, f"milco train_dense {p.item}", "milco.train_dense.min_train_ndcg10")
+    return model, {"dim": model.dim, "validation_queries": n_val, "train_ndcg10": learned, "grid": grid,
+                   "chosen": chosen | {"distill_steps": steps, "val_ndcg10": score},
+                   "loss": loss_summary(final) if final else None, "train_s": time.perf_counter() - start}

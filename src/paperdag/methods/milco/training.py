@@ -91,6 +91,15 @@ def _distill_loss(encode, groups: Groups, batch: int, lambda_q: float, lambda_d:
     return kl_distillation(student, teacher) + lambda_q * flops(q.pivot) + lambda_d * flops(d.pivot)
 
 
+def check_learned(scores: dict[str, float], names: list[str], minimum: float, where: str, key: str) -> None:
+    """ValueError naming every model of `names` whose cross-lingual train-query nDCG@10 is below `minimum` (params.yaml `key`)."""
+    weak = {n: scores[n] for n in names if scores[n] < minimum}
+    if weak:
+        shown = ", ".join(f"{n} {v:.3f}" for n, v in weak.items())
+        raise ValueError(f"{where}: nDCG@10 on the cross-lingual train queries {shown} < {key} = {minimum}: the model did not "
+                         "learn to retrieve across languages, so comparing with it means nothing; raise its steps or the model size")
+
+
 def tfidf_targets(ids: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> tuple[np.ndarray, list[Counter]]:
     """idf (V,) = log(N / df) over `ids`, and each text's term counts (special tokens dropped)."""
     special = set(special_ids)

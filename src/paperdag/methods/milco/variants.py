@@ -1,6 +1,6 @@
 """One replicate's students: MILCO and its ablations (no LexEcho, no connector, no alignment), each stage 1 (once per
-connector setting, shared by the variants that align) then stage 2, all from the same initial seed; and the fair
-dense baseline of the same size on the same data, teacher and steps (paperdag.methods.milco.dense)."""
+connector setting, shared by the variants that align) then stage 2, all from the same initial seed. (The fair dense
+baseline is its own stage: paperdag.methods.milco.dense.)"""
 
 from __future__ import annotations
 
@@ -9,25 +9,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from paperdag.methods.milco.config import TrainParams
-from paperdag.methods.milco.dense import DenseEncoder, align_dense, distill_dense, new_dense
 from paperdag.methods.milco.model import Milco
+from paperdag.methods.milco.sparse import brute_force_search
 from paperdag.methods.milco.student import load_teacher, new_student
-from paperdag.methods.milco.sparse import brute_force_search, top_k
-from paperdag.methods.milco.training import align_on_parallel, distill_on_groups, encode_sparse, loss_summary, tokenize
+from paperdag.methods.milco.training import align_on_parallel, check_learned, distill_on_groups, encode_sparse, loss_summary, tokenize
 from paperdag.retrieval.metrics import ndcg_at_k
-
-DENSE = "dense_trained"  # the fair dense baseline's name among the trained models
 
 
 def train_variants(p: TrainParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame, groups: pl.DataFrame,
-                   teacher: Path, tokenizer: Path) -> tuple[dict[str, Milco | DenseEncoder], dict[str, Any]]:
-    """{variant: trained student} | {DENSE: dense bi-encoder}, and per model its losses and seconds."""
+                   teacher: Path, tokenizer: Path) -> tuple[dict[str, Milco], dict[str, Any]]:
+    """{variant: trained student}, and per model its losses and seconds."""
     en_model, en_tok = load_teacher(teacher)
-    models: dict[str, Milco | DenseEncoder] = {}
+    models: dict[str, Milco] = {}
     stats: dict[str, Any] = {}
     aligned: dict[bool, Milco] = {}  # connector -> the stage-1 student
     for name, v in p.variants.items():
@@ -47,32 +43,13 @@ def train_variants(p: TrainParams, corpus: pl.DataFrame, queries: pl.DataFrame, 
         models[name] = student
         stats[name] = {"connector": v.connector, "echo": v.echo, "align": v.align, "loss": loss_summary(history),
                        "train_s": time.perf_counter() - start}
-    start = time.perf_counter()
-    dense = new_dense(p, tokenizer, p.seed, p.temperature)
-    align_history = align_dense(dense, parallel, steps=p.align_steps, lr=p.align_lr, batch=p.align_batch, max_length=p.max_length,
-                                seed=p.seed)
-    history = distill_dense(dense, corpus, queries, groups, steps=p.distill_steps, lr=p.distill_lr, batch=p.distill_batch,
-                            max_length=p.max_length, seed=p.seed)
-    models[DENSE] = dense
-    stats[DENSE] = {"dim": dense.dim, "align_loss": loss_summary(align_history), "loss": loss_summary(history),
-                    "train_s": time.perf_counter() - start}
     stats["train_ndcg10"] = train_query_ndcg10(models, corpus, queries, p.max_length)
     full = [name for name, v in p.variants.items() if v.connector and v.echo and v.align]
-    check_learned(stats["train_ndcg10"], [*full, DENSE], p.min_train_ndcg10, f"milco train {p.item}")
+    check_learned(stats["train_ndcg10"], full, p.min_train_ndcg10, f"milco train {p.item}", "milco.train.min_train_ndcg10")
     return models, stats
 
 
-def check_learned(scores: dict[str, float], names: list[str], minimum: float, where: str) -> None:
-    """ValueError naming every model of `names` whose train-query nDCG@10 is below `minimum`."""
-    weak = {n: scores[n] for n in names if scores[n] < minimum}
-    if weak:
-        shown = ", ".join(f"{n} {v:.3f}" for n, v in weak.items())
-        raise ValueError(f"{where}: nDCG@10 on the cross-lingual train queries {shown} < milco.train.min_train_ndcg10 = {minimum}: "
-                         "the model did not learn to retrieve across languages, so comparing with it means nothing; raise "
-                         "milco.train.align_steps / distill_steps, or the model size")
-
-
-def train_query_ndcg10(models: dict[str, Milco | DenseEncoder], corpus: pl.DataFrame, queries: pl.DataFrame, max_length: int
+def train_query_ndcg10(models: dict[str, Milco], corpus: pl.DataFrame, queries: pl.DataFrame, max_length: int
                        ) -> dict[str, float]:
     """nDCG@10 of each model on the cross-lingual train queries, over the whole corpus (exact search, unpruned): a
     learning check, not a quality estimate (stage 2 trains on these queries). A model near 0 here did not learn to
@@ -81,16 +58,12 @@ def train_query_ndcg10(models: dict[str, Milco | DenseEncoder], corpus: pl.DataF
     texts, docs, relevant = train["text"].to_list(), corpus.sort("doc_id")["text"].to_list(), train["relevant"].to_list()
     out = {}
     for name, model in models.items():
-        if isinstance(model, DenseEncoder):
-            scores = model.encode(texts, max_length) @ model.encode(docs, max_length).T
-            ranked = np.stack([top_k(row, 10) for row in scores]) if len(texts) else np.zeros((0, 10), dtype=np.int64)
-        else:
-            q = encode_sparse(model, tokenize(model.tokenizer, texts, max_length))
-            ranked = brute_force_search(q, encode_sparse(model, tokenize(model.tokenizer, docs, max_length)), 10)[1]
+        q = encode_sparse(model, tokenize(model.tokenizer, texts, max_length))
+        ranked = brute_force_search(q, encode_sparse(model, tokenize(model.tokenizer, docs, max_length)), 10)[1]
         out[name] = float(ndcg_at_k(ranked, relevant, 10))
     return out
 
 
-def load_models(path: Path, names: list[str]) -> dict[str, Milco | DenseEncoder]:
+def load_models(path: Path, names: list[str]) -> dict[str, Milco]:
     """The models train_variants wrote under `path` (one directory each)."""
-    return {name: DenseEncoder.from_pretrained(path / name) if name == DENSE else Milco.from_pretrained(path / name) for name in names}
+    return {name: Milco.from_pretrained(path / name) for name in names}
