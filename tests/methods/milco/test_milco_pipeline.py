@@ -58,13 +58,16 @@ def test_models_are_saved_per_replicate_and_variant_without_paths(repo: Path) ->
 
 def test_dense_baseline_is_chosen_on_validation_queries(repo: Path) -> None:
     """train_dense tries every (align_lr, align_temperature) of the grid, scores the validation queries every
-    eval_every stage-2 steps (0 and the last included), and keeps the best setting and step count; the validation
-    queries are the configured share of the cross-lingual train queries, never a test query."""
+    eval_every stage-2 steps (0 and the last included), keeps the best setting and step count and refits for those
+    steps; validation is split by document (the configured share of those the cross-lingual train queries ask
+    about), every train query about them left out of stage 2 while tuning, never a test query."""
     params = _params(repo)
     p = params["train_dense"]
-    queries = pl.read_parquet(repo / "data/milco/0/queries.parquet")
-    cross = queries.filter((pl.col("split") == "train") & (pl.col("kind") == "crosslingual")).height
     for r in params["replicates"]:
+        queries = pl.read_parquet(repo / f"data/milco/{r}/queries.parquet")
+        cross = queries.filter((pl.col("split") == "train") & (pl.col("kind") == "crosslingual"))
+        cross_docs = {d for rel in cross["relevant"].to_list() for d in rel}
+        test_ids = set(queries.filter(pl.col("split") == "test")["query_id"])
         stats = json.loads((repo / f"data/milco/{r}/dense_stats.json").read_text())
         grid = [g for g in stats["grid"] if "diverged" not in g]  # a setting whose loss went non-finite is out of the running
         assert {(g["align_lr"], g["align_temperature"]) for g in stats["grid"]} == {(a, t) for a in p["align_lrs"] for t in p["align_temperatures"]}
@@ -75,7 +78,12 @@ def test_dense_baseline_is_chosen_on_validation_queries(repo: Path) -> None:
         assert chosen["val_ndcg10"] == best
         assert next(g for g in grid if (g["align_lr"], g["align_temperature"]) == (chosen["align_lr"], chosen["align_temperature"])
                     )["val_ndcg10"][str(chosen["distill_steps"])] == best
-        assert stats["validation_queries"] == max(1, round(p["validation_fraction"] * cross))
+        assert (stats["loss"] or {"steps": 0})["steps"] == chosen["distill_steps"]  # refit for the chosen steps (none at 0)
+        docs, held = set(stats["validation_documents"]), set(stats["held_out_of_stage_2"])
+        assert len(docs) == max(1, round(p["validation_fraction"] * len(cross_docs))) and docs <= cross_docs
+        train = queries.filter(pl.col("split") == "train")
+        assert held == {q for q, rel in zip(train["query_id"], train["relevant"].to_list(), strict=True) if set(rel) & docs}
+        assert set(stats["validation_queries"]) <= held and not held & test_ids
         assert stats["dim"] == params["model"]["hidden_size"]
 
 

@@ -98,10 +98,12 @@ def ndcg10(model: DenseEncoder, queries: pl.DataFrame, corpus: pl.DataFrame, max
 def align_dense(model: DenseEncoder, parallel: pl.DataFrame, *, steps: int, lr: float, batch: int, max_length: int,
                 seed: int, temperature: float | None = None) -> list[float]:
     """Stage 1: symmetric in-batch InfoNCE between each foreign sentence and its English side, logits divided by
-    `temperature` (default: the model's score temperature); loss per step."""
+    `temperature` (default: the model's score temperature); loss per step. Rows of the batch that share their
+    English side (one English name in several languages) are not each other's negatives: they are masked out."""
     tau = model.temperature if temperature is None else temperature
     foreign = tokenize(model.tokenizer, parallel["source"].to_list(), max_length)
     english = tokenize(model.tokenizer, parallel["english"].to_list(), max_length)
+    same_english = parallel["english"].rank("dense").to_numpy()  # equal English text -> equal id
     pad, rng = model.tokenizer.pad_token_id, np.random.default_rng(seed)
     model.train()
 
@@ -109,7 +111,9 @@ def align_dense(model: DenseEncoder, parallel: pl.DataFrame, *, steps: int, lr: 
         rows = rng.choice(len(foreign), size=min(batch, len(foreign)), replace=False)
         f = model(*collate([foreign[r] for r in rows], pad))
         e = model(*collate([english[r] for r in rows], pad))
-        logits = f @ e.T / tau  # (B, B), the pairs on the diagonal
+        ids = torch.as_tensor(same_english[rows])
+        duplicate = (ids[:, None] == ids[None, :]) & ~torch.eye(len(rows), dtype=torch.bool)
+        logits = (f @ e.T / tau).masked_fill(duplicate, float("-inf"))  # (B, B), the pairs on the diagonal
         target = torch.arange(len(rows))
         return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
 
@@ -154,20 +158,35 @@ def distill_dense(model: DenseEncoder, corpus: pl.DataFrame, queries: pl.DataFra
     return history, scores
 
 
+def validation_split(queries: pl.DataFrame, fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Validation documents and queries, split by document so that validation asks what the test asks: about
+    documents stage 2 never trained on. A `fraction` of the documents the cross-lingual train queries are about is
+    drawn; the validation queries are the cross-lingual train queries about any of them, and every train query
+    about one of them (of either kind) is left out of stage 2 while tuning. Returns (document ids, query ids)."""
+    train = queries.filter(pl.col("split") == "train").sort("query_id")
+    cross = train.filter(pl.col("kind") == "crosslingual")
+    docs = sorted({int(d) for rel in cross["relevant"].to_list() for d in rel})
+    chosen = np.random.default_rng(seed).choice(np.array(docs, dtype=np.int64), size=max(1, round(fraction * len(docs))), replace=False)
+    held = set(chosen.tolist())
+    touching = [int(q) for q, rel in zip(train["query_id"], train["relevant"].to_list(), strict=True) if held & set(rel)]
+    return sorted(held), touching
+
+
 def tune_dense(p: TrainDenseParams, corpus: pl.DataFrame, queries: pl.DataFrame, parallel: pl.DataFrame, groups: pl.DataFrame,
                tokenizer_dir: Path) -> tuple[DenseEncoder, dict[str, Any]]:
     """The fair dense baseline at its best settings: for each (align_lr, align_temperature) of the grid, stage 1 on the
-    parallel text, then stage 2 on the train queries minus the validation ones, nDCG@10 of the validation queries
-    every eval_every steps; the best (setting, steps) wins (ties: the earlier setting, the fewer steps) and its
-    stage-1 model is refit with stage 2 on all the train queries for that many steps. Returns it and the grid."""
+    parallel text, then stage 2 on the train queries minus those about the validation documents (validation_split),
+    nDCG@10 of the cross-lingual validation queries every eval_every steps; the best (setting, steps) wins (ties: the
+    earlier setting, the fewer steps) and its stage-1 model is refit with stage 2 on all the train queries for that
+    many steps (its own schedule: warm-up and decay over those steps). A setting whose loss goes non-finite is out of
+    the running. Returns the refit model and the grid."""
     start = time.perf_counter()
     train = queries.filter(pl.col("split") == "train").sort("query_id")
     cross = train.filter(pl.col("kind") == "crosslingual")
-    n_val = max(1, round(p.validation_fraction * cross.height))
-    val_ids = set(np.random.default_rng(p.seed).choice(cross["query_id"].to_numpy(), size=n_val, replace=False).tolist())
-    val = cross.filter(pl.col("query_id").is_in(val_ids))
-    fit_queries = queries.filter(~pl.col("query_id").is_in(val_ids))
-    fit_groups = groups.filter(~pl.col("query_id").is_in(val_ids))
+    val_docs, held_out = validation_split(queries, p.validation_fraction, p.seed)
+    val = cross.filter(pl.col("query_id").is_in(held_out))
+    fit_queries = queries.filter(~pl.col("query_id").is_in(held_out))
+    fit_groups = groups.filter(~pl.col("query_id").is_in(held_out))
     grid: list[dict[str, Any]] = []
     best: tuple[float, int, DenseEncoder, dict[str, Any]] | None = None  # (validation nDCG@10, stage-2 steps, stage-1 model, setting)
     for lr in p.align_lrs:
@@ -177,13 +196,13 @@ def tune_dense(p: TrainDenseParams, corpus: pl.DataFrame, queries: pl.DataFrame,
             try:
                 align = align_dense(model, parallel, steps=p.align_steps, lr=lr, batch=p.align_batch, max_length=p.max_length,
                                     seed=p.seed, temperature=tau)
+                stage1 = copy.deepcopy(model)
+                history, by_step = distill_dense(model, corpus, fit_queries, fit_groups, steps=p.distill_steps, lr=p.distill_lr,
+                                                 batch=p.distill_batch, max_length=p.max_length, seed=p.seed, every=p.eval_every,
+                                                 evaluate=lambda m=model: ndcg10(m, val, corpus, p.max_length))
             except FloatingPointError as e:  # a learning rate too high for this setting: it is out of the running
                 grid.append(setting | {"diverged": str(e)})
                 continue
-            stage1 = copy.deepcopy(model)
-            history, by_step = distill_dense(model, corpus, fit_queries, fit_groups, steps=p.distill_steps, lr=p.distill_lr,
-                                             batch=p.distill_batch, max_length=p.max_length, seed=p.seed, every=p.eval_every,
-                                             evaluate=lambda m=model: ndcg10(m, val, corpus, p.max_length))
             grid.append(setting | {"align_loss": loss_summary(align), "loss": loss_summary(history),
                                    "val_ndcg10": {str(k): v for k, v in by_step.items()}})
             steps, score = max(by_step.items(), key=lambda kv: (kv[1], -kv[0]))
@@ -199,6 +218,7 @@ def tune_dense(p: TrainDenseParams, corpus: pl.DataFrame, queries: pl.DataFrame,
                                  max_length=p.max_length, seed=p.seed)
     learned = ndcg10(model, cross, corpus, p.max_length)
     check_learned({DENSE: learned}, [DENSE], p.min_train_ndcg10, f"milco train_dense {p.item}", "milco.train_dense.min_train_ndcg10")
-    return model, {"dim": model.dim, "validation_queries": n_val, "train_ndcg10": learned, "grid": grid,
+    return model, {"dim": model.dim, "validation_documents": val_docs, "validation_queries": val["query_id"].to_list(),
+                   "held_out_of_stage_2": held_out, "train_ndcg10": learned, "grid": grid,
                    "chosen": chosen | {"distill_steps": steps, "val_ndcg10": score},
                    "loss": loss_summary(final) if final else None, "train_s": time.perf_counter() - start}
