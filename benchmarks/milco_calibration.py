@@ -1,11 +1,13 @@
 """Where milco's default scale comes from: three measurements on a replicate world the pipeline built
-(data/milco/<replicate>/: synthesize and train_teacher must have run), each printed beside its alternative.
+(data/milco/<replicate>/: synthesize and train_teacher must have run), each printed beside its alternative, on the
+train split only (cross-lingual train queries, train documents): the test queries and documents are the claims'.
 
   translate  the translate-then-BM25 baseline's dictionary: IBM Model 1 (the pipeline's) vs Dice co-occurrence (its
-             dictionary before): share of the test queries' English words translated right, cross-lingual nDCG@10
-  teacher    the English teacher's lexical warm-up length: its top-20 pivot terms' recall of a test document's
+             dictionary before): share of the queries' English words translated right, cross-lingual nDCG@10
+  teacher    the English teacher's lexical warm-up length: its top-20 pivot terms' recall of a train document's
              content words (the target stage 1 aligns the student with), and its active dims
-  stage1     stage 1 alone on a fresh student: pivot recall of the content words of test queries and documents, with
+  stage1     stage 1 alone on a fresh student: pivot recall of the content words of train queries and documents (stage 1 reads
+             neither, only the parallel text), with
              the paper's max pooling from the start vs the soft max annealed to it (milco.train.align_soft_*)
 
 The fair dense baseline's settings are chosen by its own stage (milco train_dense, on validation queries; the grid's
@@ -49,8 +51,10 @@ def world(replicate: int) -> tuple[Path, pl.DataFrame, pl.DataFrame, pl.DataFram
     return d, pl.read_parquet(d / "corpus.parquet").sort("doc_id"), pl.read_parquet(d / "queries.parquet"), pl.read_parquet(d / "parallel.parquet")
 
 
-def test_crosslingual(queries: pl.DataFrame) -> pl.DataFrame:
-    return queries.filter((pl.col("split") == "test") & (pl.col("kind") == "crosslingual")).sort("query_id")
+def train_crosslingual(queries: pl.DataFrame) -> pl.DataFrame:
+    """The cross-lingual train queries: what every measurement here reads (never a test query or document: the
+    claims are judged on those)."""
+    return queries.filter((pl.col("split") == "train") & (pl.col("kind") == "crosslingual")).sort("query_id")
 
 
 def dice_dictionary(pairs: list[tuple[str, str]]) -> dict[str, str]:
@@ -71,21 +75,21 @@ def dice_dictionary(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 def run_translate(args: argparse.Namespace) -> None:
     _, corpus, queries, parallel = world(args.replicate)
-    test = test_crosslingual(queries)
+    asked = train_crosslingual(queries)
     pairs = list(zip(parallel["source"], parallel["english"], strict=True))
-    print(f"replicate {args.replicate}: {len(test)} cross-lingual test queries, {len(corpus)} documents, {len(pairs)} parallel rows")
+    print(f"replicate {args.replicate}: {len(asked)} cross-lingual train queries, {len(corpus)} documents, {len(pairs)} parallel rows")
     for name, learn in (("dice", dice_dictionary), ("ibm_model_1", learn_dictionary)):
         start = time.perf_counter()
         dictionary = learn(pairs)
         learn_s = time.perf_counter() - start
         right = total = 0
-        for text, english in zip(test["text"], test["english"], strict=True):
+        for text, english in zip(asked["text"], asked["english"], strict=True):
             words = set(english.split())
             right += len(set(translate(text, dictionary).split()) & words)
             total += len(words)
         index = BM25Index.build([translate(t, dictionary) for t in corpus["text"]], k1=0.9, b=0.4, stopwords="en")
-        ranked = index.search([translate(t, dictionary) for t in test["text"]], 10)[1]
-        ndcg = float(np.nanmean(ndcg_at_k_per_query(ranked, test["relevant"].to_list(), 10)))
+        ranked = index.search([translate(t, dictionary) for t in asked["text"]], 10)[1]
+        ndcg = float(np.nanmean(ndcg_at_k_per_query(ranked, asked["relevant"].to_list(), 10)))
         print(f"  {name:12s} query words translated right {right / total:.3f}   nDCG@10 {ndcg:.3f}   ({learn_s:.1f} s to learn)")
 
 
@@ -111,7 +115,7 @@ def run_teacher(args: argparse.Namespace) -> None:
     data = groups_data(en_tok, train["english"].to_list(), corpus["english"].to_list(), groups["doc_ids"].to_list(),
                        groups["teacher_scores"].to_list(), m["max_length"])
     sentences = tokenize(en_tok, corpus["english"].to_list() + parallel["english"].to_list(), m["max_length"])
-    docs = corpus.filter(pl.col("split") == "test").head(args.docs)
+    docs = corpus.filter(pl.col("split") == "train").head(args.docs)
     for warmup in args.warmup:
         torch.manual_seed(0)
         teacher = tiny_masked_lm(tiny_bert_config(len(en_tok), m["teacher_hidden_size"], m["num_layers"], m["num_heads"],
@@ -133,8 +137,8 @@ def run_stage1(args: argparse.Namespace) -> None:
     model = SimpleNamespace(**{k: p["model"][k] for k in ("encoder", "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length")})
     train = p["train"]
     en_model, en_tok = load_teacher(d / "teacher")
-    test = test_crosslingual(queries).head(args.docs)
-    docs = corpus.filter(pl.col("split") == "test").head(args.docs)
+    asked = train_crosslingual(queries).head(args.docs)
+    docs = corpus.filter(pl.col("split") == "train").head(args.docs)
     for steps in args.steps:
         for tau in args.soft_tau:
             student = new_student(model, en_model, d / "tokenizer", 0, connector=True, echo=True)
@@ -145,11 +149,11 @@ def run_stage1(args: argparse.Namespace) -> None:
             student.eval()
             pad = student.tokenizer.pad_token_id
             with torch.no_grad():
-                q = student(*collate(tokenize(student.tokenizer, test["text"].to_list(), model.max_length), pad)).pivot
+                q = student(*collate(tokenize(student.tokenizer, asked["text"].to_list(), model.max_length), pad)).pivot
                 dv = student(*collate(tokenize(student.tokenizer, docs["text"].to_list(), model.max_length), pad)).pivot
             vocab = en_tok.get_vocab()
-            print(f"  {steps:5d} steps, soft tau {tau:g} over {soft_steps:4d}: content recall@20 test queries "
-                  f"{content_recall(q, test['english'].to_list(), vocab):.2f}, test documents {content_recall(dv, docs['english'].to_list(), vocab):.2f}"
+            print(f"  {steps:5d} steps, soft tau {tau:g} over {soft_steps:4d}: content recall@20 train queries "
+                  f"{content_recall(q, asked['english'].to_list(), vocab):.2f}, train documents {content_recall(dv, docs['english'].to_list(), vocab):.2f}"
                   f"   ({time.perf_counter() - start:.0f} s)")
 
 
@@ -159,7 +163,7 @@ def main() -> None:
     for name in ("translate", "teacher", "stage1"):
         s = sub.add_parser(name)
         s.add_argument("--replicate", type=int, default=0)
-        s.add_argument("--docs", type=int, default=150, help="test documents / queries the recall is measured on")
+        s.add_argument("--docs", type=int, default=150, help="train documents / queries the recall is measured on")
         if name == "teacher":
             s.add_argument("--warmup", type=int, nargs="+", default=[100, 400])
         if name == "stage1":
