@@ -6,11 +6,12 @@ format and the passage size, outside the pipeline (the recorded run reads bridge
          value ("The mentor of W is X."): bag-of-words cannot tell subject from object. Titled documents ("X: The
          mentor of X is Y.", a passage headed by its subject, as an encyclopaedia's) rank the subject's own first.
   read   train_lm's training (params.yaml deeprag.train_lm: closed-book memorised facts + reading the reading
-         people's facts) on replicate 0's world in one format and passage size, then reading accuracy per relation
-         on the question people's facts (what train_lm's check reads).
+         people's facts) on replicate 0's world, with its document format, passage size, steps, vocabulary, width
+         changed, or its reading examples in renamed copies of the reading people (names permuted anew in each), then
+         reading accuracy per relation on the question people's facts (what train_lm's check reads).
 
     .venv/bin/python benchmarks/deeprag_reading.py bm25
-    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --steps 3000
+    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --steps 3000 --copies 4 [--vocab 3000] [--hidden 128]
 
 One torch thread; native numerics; minutes per `read` on this 2-core machine.
 """
@@ -24,12 +25,12 @@ from pathlib import Path
 
 import yaml
 
-from paperdag.methods.deeprag.world import BRIDGES, document, make_world, subquery
+from paperdag.methods.deeprag.world import ALL_RELATIONS, BRIDGES, make_world, subquery
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS: dict[str, Callable[[str, str, str], str]] = {
-    "plain": lambda e, r, v: document(r, e, v),
-    "titled": lambda e, r, v: f"{e}: {document(r, e, v)}",
+    "plain": lambda e, r, v: ALL_RELATIONS[r].document.format(e=e, v=v),  # the pipeline's (world.document)
+    "titled": lambda e, r, v: f"{e}: " + ALL_RELATIONS[r].document.format(e=e, v=v),
 }
 BRIDGE_NAMES = {b.name for b in BRIDGES}
 
@@ -59,16 +60,40 @@ def run_bm25(args: argparse.Namespace) -> None:
                 print(f"{name:7s} top-{k} {kind:9s}: its document in the passage {held:.3f}, ranked first {first:.3f}")
 
 
+def renamed_reading(steps, fmt: Callable[[str, str, str], str], top_k: int, facts: dict[tuple[str, str], str],
+                    reading: set[tuple[str, str]], copies: int, seed: int) -> list:
+    """Reading examples in `copies` copies of the reading people's knowledge base, the reading people's names
+    permuted anew in each and the passage BM25's top_k in that copy: no reading answer can be learnt by heart."""
+    import random
+
+    from paperdag.methods.deeprag import RETRIEVE, Retriever
+
+    rng = random.Random(seed)
+    keys = sorted(reading)
+    names = sorted({e for e, _ in keys})
+    reads = []
+    for _ in range(copies):
+        rename = dict(zip(names, rng.sample(names, len(names)), strict=True))
+        renamed = {(rename[e], r): rename.get(facts[(e, r)], facts[(e, r)]) for e, r in keys}
+        asked = sorted(renamed)
+        retriever = Retriever([fmt(e, r, v) for (e, r), v in sorted(renamed.items())], top_k)
+        queries = [subquery(r, e) for e, r in asked]
+        passages = retriever(queries)
+        reads += [steps.answer_example(q, RETRIEVE, c, renamed[k]) for q, c, k in zip(queries, passages, asked, strict=True)]
+    return reads
+
+
 def run_read(args: argparse.Namespace) -> None:
     import torch
 
     from paperdag.lm import build_or_load, fit_pools
-    from paperdag.methods.deeprag import RETRIEVE, SPECIAL_TOKENS, Retriever, Steps, answer_accuracy, base_pools, choose_memorised
+    from paperdag.methods.deeprag import RETRIEVE, SPECIAL_TOKENS, Retriever, Steps, answer, base_pools, choose_memorised, matches
     from paperdag.methods.deeprag.settings import TrainLMSettings
 
     torch.set_num_threads(1)
     p = dict(section()["train_lm"])
-    p.update(steps=args.steps, top_k=args.top_k[0], threads=1)
+    p.update(steps=args.steps, top_k=args.top_k[0], threads=1, **({"vocab_size": args.vocab} if args.vocab else {}),
+             **({"hidden_size": args.hidden, "intermediate_size": 4 * args.hidden} if args.hidden else {}))
     config = TrainLMSettings(**p, seed=args.seed)
     facts, people = world_facts(args.seed)
     fmt = FORMATS[args.format]
@@ -82,15 +107,22 @@ def run_read(args: argparse.Namespace) -> None:
     model, tokenizer = build_or_load(config, docs, special_tokens=list(SPECIAL_TOKENS))
     steps = Steps(tokenizer)
     pools = base_pools(steps, retriever, facts, memorised, reading, config.reading_orders, config.seed)
+    if args.copies:
+        pools["reading"] = renamed_reading(steps, fmt, config.top_k, facts, reading, args.copies, config.seed)
     start = time.perf_counter()
     fit_pools(model, pools, {"closed": 1 - config.reading_weight, "reading": config.reading_weight}, config, steps.pad, "deeprag probe")
     model.eval()
-    print(f"{args.format} documents, top-{config.top_k}, {config.steps} steps, vocabulary {len(tokenizer)}, "
-          f"{time.perf_counter() - start:.0f} s; reading accuracy on the question people's facts:")
+    print(f"{args.format} documents, top-{config.top_k}, {config.steps} steps, vocabulary {len(tokenizer)}, width {config.hidden_size}, "
+          f"{args.copies} renamed reading copies, {time.perf_counter() - start:.0f} s; reading accuracy on the question people's facts:")
     for relation in sorted({r for _, r in world}):
         chosen = [k for k in world if k[1] == relation]
-        acc = answer_accuracy(model, steps, retriever, facts, chosen, RETRIEVE, config.max_new_tokens, config.eval_batch_size)
-        print(f"  {relation:10s} {acc:.3f}  ({len(chosen)} facts)")
+        queries = [subquery(r, e) for e, r in chosen]
+        passages = steps.encode(retriever(queries))
+        prompts = [steps.answer_prompt(q, RETRIEVE, c) for q, c in zip(steps.encode(queries), passages, strict=True)]
+        said, _ = answer(model, steps, prompts, config.max_new_tokens, config.eval_batch_size)
+        right = sum(matches(a, facts[k]) for a, k in zip(said, chosen, strict=True)) / len(chosen)
+        subject = sum(matches(a, e) for a, (e, _) in zip(said, chosen, strict=True)) / len(chosen)
+        print(f"  {relation:10s} {right:.3f}  ({len(chosen)} facts; answered with the subject's own name {subject:.3f})")
 
 
 def main() -> None:
@@ -101,8 +133,11 @@ def main() -> None:
         s.add_argument("--seed", type=int, default=0, help="the world's and the LM's seed")
         s.add_argument("--top-k", type=int, nargs="+", default=[1, 3])
         if name == "read":
-            s.add_argument("--format", choices=sorted(FORMATS), default="titled")
             s.add_argument("--steps", type=int, default=3000)
+            s.add_argument("--vocab", type=int, default=0, help="BPE vocabulary (default: deeprag.train_lm.vocab_size)")
+            s.add_argument("--hidden", type=int, default=0, help="model width (MLP 4x; default: deeprag.train_lm's)")
+            s.add_argument("--format", choices=sorted(FORMATS), default="titled")
+            s.add_argument("--copies", type=int, default=0, help="reading examples in this many renamed copies (0: the pipeline's)")
     args = parser.parse_args()
     {"bm25": run_bm25, "read": run_read}[args.what](args)
 
