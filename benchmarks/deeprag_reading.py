@@ -122,7 +122,9 @@ def run_read(args: argparse.Namespace) -> None:
         said, _ = answer(model, steps, prompts, config.max_new_tokens, config.eval_batch_size)
         right = sum(matches(a, facts[k]) for a, k in zip(said, chosen, strict=True)) / len(chosen)
         subject = sum(matches(a, e) for a, (e, _) in zip(said, chosen, strict=True)) / len(chosen)
-        print(f"  {relation:10s} {right:.3f}  ({len(chosen)} facts; answered with the subject's own name {subject:.3f})")
+        split = {m: [matches(a, facts[k]) for a, k in zip(said, chosen, strict=True) if (k in memorised) == m] for m in (True, False)}
+        print(f"  {relation:10s} {right:.3f}  ({len(chosen)} facts; memorised {sum(split[True]) / max(1, len(split[True])):.3f}, "
+              f"not {sum(split[False]) / max(1, len(split[False])):.3f}; answered with the subject's own name {subject:.3f})")
 
 
 def main() -> None:
