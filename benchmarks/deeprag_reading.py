@@ -7,11 +7,12 @@ format and the passage size, outside the pipeline (the recorded run reads bridge
          mentor of X is Y.", a passage headed by its subject, as an encyclopaedia's) rank the subject's own first.
   read   train_lm's training (params.yaml deeprag.train_lm: closed-book memorised facts + reading the reading
          people's facts) on replicate 0's world, with its document format, passage size, steps, vocabulary, width
-         changed, or its reading examples in renamed copies of the reading people (names permuted anew in each), then
+         changed, or its reading examples in renamed copies of the reading people (names permuted anew in each, or with
+         --fresh newly invented names), then
          reading accuracy per relation on the question people's facts (what train_lm's check reads).
 
     .venv/bin/python benchmarks/deeprag_reading.py bm25
-    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --steps 3000 --copies 4 [--vocab 3000] [--hidden 128]
+    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --steps 3000 --copies 4 [--fresh] [--vocab 320] [--hidden 128]
 
 One torch thread; native numerics; minutes per `read` on this 2-core machine.
 """
@@ -61,19 +62,23 @@ def run_bm25(args: argparse.Namespace) -> None:
 
 
 def renamed_reading(steps, fmt: Callable[[str, str, str], str], top_k: int, facts: dict[tuple[str, str], str],
-                    reading: set[tuple[str, str]], copies: int, seed: int) -> list:
-    """Reading examples in `copies` copies of the reading people's knowledge base, the reading people's names
-    permuted anew in each and the passage BM25's top_k in that copy: no reading answer can be learnt by heart."""
+                    reading: set[tuple[str, str]], copies: int, seed: int, fresh: bool = False) -> list:
+    """Reading examples in `copies` copies of the reading people's knowledge base, the reading people renamed anew
+    in each (a permutation of their names, or with fresh: newly invented names, none of the world's) and the passage
+    BM25's top_k in that copy: no reading answer can be learnt by heart."""
     import random
 
+    from paperdag.lm.factworld import invented_names
     from paperdag.methods.deeprag import RETRIEVE, Retriever
 
     rng = random.Random(seed)
     keys = sorted(reading)
     names = sorted({e for e, _ in keys})
+    taken = {e for e, _ in facts} | set(facts.values())
     reads = []
     for _ in range(copies):
-        rename = dict(zip(names, rng.sample(names, len(names)), strict=True))
+        new = invented_names(len(names), rng, exclude=taken) if fresh else rng.sample(names, len(names))
+        rename = dict(zip(names, new, strict=True))
         renamed = {(rename[e], r): rename.get(facts[(e, r)], facts[(e, r)]) for e, r in keys}
         asked = sorted(renamed)
         retriever = Retriever([fmt(e, r, v) for (e, r), v in sorted(renamed.items())], top_k)
@@ -108,12 +113,13 @@ def run_read(args: argparse.Namespace) -> None:
     steps = Steps(tokenizer)
     pools = base_pools(steps, retriever, facts, memorised, reading, config.reading_orders, config.seed)
     if args.copies:
-        pools["reading"] = renamed_reading(steps, fmt, config.top_k, facts, reading, args.copies, config.seed)
+        pools["reading"] = renamed_reading(steps, fmt, config.top_k, facts, reading, args.copies, config.seed, args.fresh)
     start = time.perf_counter()
     fit_pools(model, pools, {"closed": 1 - config.reading_weight, "reading": config.reading_weight}, config, steps.pad, "deeprag probe")
     model.eval()
     print(f"{args.format} documents, top-{config.top_k}, {config.steps} steps, vocabulary {len(tokenizer)}, width {config.hidden_size}, "
-          f"{args.copies} renamed reading copies, {time.perf_counter() - start:.0f} s; reading accuracy on the question people's facts:")
+          f"{args.copies} renamed reading copies{' (fresh names)' if args.fresh else ''}, "
+          f"{time.perf_counter() - start:.0f} s; reading accuracy on the question people's facts:")
     for relation in sorted({r for _, r in world}):
         chosen = [k for k in world if k[1] == relation]
         queries = [subquery(r, e) for e, r in chosen]
@@ -140,6 +146,7 @@ def main() -> None:
             s.add_argument("--hidden", type=int, default=0, help="model width (MLP 4x; default: deeprag.train_lm's)")
             s.add_argument("--format", choices=sorted(FORMATS), default="titled")
             s.add_argument("--copies", type=int, default=0, help="reading examples in this many renamed copies (0: the pipeline's)")
+            s.add_argument("--fresh", action="store_true", help="rename with newly invented names, not a permutation")
     args = parser.parse_args()
     {"bm25": run_bm25, "read": run_read}[args.what](args)
 
