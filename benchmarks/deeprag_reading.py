@@ -12,7 +12,7 @@ format and the passage size, outside the pipeline (the recorded run reads bridge
          reading accuracy per relation on the question people's facts (what train_lm's check reads).
 
     .venv/bin/python benchmarks/deeprag_reading.py bm25
-    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --steps 3000 --copies 4 [--fresh] [--vocab 320] [--hidden 128]
+    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --copies 4 [--fresh] [--vocab 320] [--hidden 128]
 
 One torch thread; native numerics; minutes per `read` on this 2-core machine.
 """
