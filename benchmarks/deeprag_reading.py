@@ -7,9 +7,9 @@ format and the passage size, outside the pipeline (the recorded run reads bridge
          mentor of X is Y.", a passage headed by its subject, as an encyclopaedia's) rank the subject's own first.
   read   train_lm's training (params.yaml deeprag.train_lm: closed-book memorised facts + reading the reading
          people's facts) on replicate 0's world, with its document format, passage size, steps, vocabulary, width
-         changed, or its reading examples in renamed copies of the reading people (names permuted anew in each, or with
-         --fresh newly invented names), then
-         reading accuracy per relation on the question people's facts (what train_lm's check reads).
+         changed, or its reading examples in renamed copies of the reading people (names permuted anew in each, or
+         with --fresh newly invented names), then reading accuracy per relation on the question people's facts (what
+         train_lm's check reads).
 
     .venv/bin/python benchmarks/deeprag_reading.py bm25
     .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --copies 4 [--fresh] [--vocab 320] [--hidden 128]
@@ -148,6 +148,8 @@ def main() -> None:
             s.add_argument("--copies", type=int, default=0, help="reading examples in this many renamed copies (0: the pipeline's)")
             s.add_argument("--fresh", action="store_true", help="rename with newly invented names, not a permutation")
     args = parser.parse_args()
+    if getattr(args, "fresh", False) and not args.copies:
+        parser.error("--fresh renames the reading copies: give --copies N as well")
     {"bm25": run_bm25, "read": run_read}[args.what](args)
 
 
