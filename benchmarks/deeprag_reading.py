@@ -1,20 +1,26 @@
-"""Can deeprag's tiny LM read a bridge name (mentor, friend) out of BM25's passage? A probe of the knowledge-base
-format and the passage size, outside the pipeline (the recorded run reads bridges 0 %: README, deeprag).
+"""Can deeprag's tiny LM read a name (mentor, friend) out of BM25's passage? A probe of the knowledge-base format,
+the passage size and train_lm's reading examples, outside the pipeline.
 
   bm25   no training: for every fact's subquery, whether BM25's top-k holds its document and whether it ranks first,
          bridges and attributes apart. Plain documents ("The mentor of X is Y.") tie with the one where X is the
          value ("The mentor of W is X."): bag-of-words cannot tell subject from object. Titled documents ("X: The
-         mentor of X is Y.", a passage headed by its subject, as an encyclopaedia's) rank the subject's own first.
+         mentor of X is Y.", a passage headed by its subject, as an encyclopaedia's; world.document) rank the
+         subject's own first.
   read   train_lm's training (params.yaml deeprag.train_lm: closed-book memorised facts + reading the reading
-         people's facts) on replicate 0's world, with its document format, passage size, steps, vocabulary, width
-         changed, or its reading examples in renamed copies of the reading people (names permuted anew in each, or
-         with --fresh newly invented names), then reading accuracy per relation on the question people's facts (what
-         train_lm's check reads).
+         people's facts in renamed copies, paperdag.methods.deeprag.base_pools) on the world of seed --seed, with
+         its steps, vocabulary, width, passage size or copies changed, or with --permute the copies renamed by a
+         permutation of the reading people's own names instead of newly invented ones; then reading accuracy per
+         relation on the question people's facts (what train_lm's check reads).
+
+  recorded  no training: the recorded run's base LMs (data/deeprag/tree/<replicate>.parquet, every node of every
+         training question's tree), per relation: accuracy answering with retrieval and closed-book, where the fact
+         is memorised and where it is not (over the facts some tree asks: nodes whose earlier hops were right).
 
     .venv/bin/python benchmarks/deeprag_reading.py bm25
-    .venv/bin/python benchmarks/deeprag_reading.py read --format titled --top-k 1 --copies 4 [--fresh] [--vocab 320] [--hidden 128]
+    .venv/bin/python benchmarks/deeprag_reading.py recorded
+    .venv/bin/python benchmarks/deeprag_reading.py read [--seed N] [--steps 3000] [--vocab 1000] [--copies 4] [--permute]
 
-One torch thread; native numerics; minutes per `read` on this 2-core machine.
+One torch thread; native numerics; minutes per `read` (~11 CPU-minutes at 6000 steps) on this 2-core machine.
 """
 
 from __future__ import annotations
@@ -26,12 +32,12 @@ from pathlib import Path
 
 import yaml
 
-from paperdag.methods.deeprag.world import ALL_RELATIONS, BRIDGES, make_world, subquery
+from paperdag.methods.deeprag.world import ALL_RELATIONS, BRIDGES, document, make_world, subquery
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS: dict[str, Callable[[str, str, str], str]] = {
-    "plain": lambda e, r, v: ALL_RELATIONS[r].document.format(e=e, v=v),  # the pipeline's (world.document)
-    "titled": lambda e, r, v: f"{e}: " + ALL_RELATIONS[r].document.format(e=e, v=v),
+    "plain": lambda e, r, v: ALL_RELATIONS[r].document.format(e=e, v=v),
+    "titled": lambda e, r, v: document(r, e, v),  # the pipeline's
 }
 BRIDGE_NAMES = {b.name for b in BRIDGES}
 
@@ -61,33 +67,6 @@ def run_bm25(args: argparse.Namespace) -> None:
                 print(f"{name:7s} top-{k} {kind:9s}: its document in the passage {held:.3f}, ranked first {first:.3f}")
 
 
-def renamed_reading(steps, fmt: Callable[[str, str, str], str], top_k: int, facts: dict[tuple[str, str], str],
-                    reading: set[tuple[str, str]], copies: int, seed: int, fresh: bool = False) -> list:
-    """Reading examples in `copies` copies of the reading people's knowledge base, the reading people renamed anew
-    in each (a permutation of their names, or with fresh: newly invented names, none of the world's) and the passage
-    BM25's top_k in that copy: no reading answer can be learnt by heart."""
-    import random
-
-    from paperdag.lm.factworld import invented_names
-    from paperdag.methods.deeprag import RETRIEVE, Retriever
-
-    rng = random.Random(seed)
-    keys = sorted(reading)
-    names = sorted({e for e, _ in keys})
-    taken = {e for e, _ in facts} | set(facts.values())
-    reads = []
-    for _ in range(copies):
-        new = invented_names(len(names), rng, exclude=taken) if fresh else rng.sample(names, len(names))
-        rename = dict(zip(names, new, strict=True))
-        renamed = {(rename[e], r): rename.get(facts[(e, r)], facts[(e, r)]) for e, r in keys}
-        asked = sorted(renamed)
-        retriever = Retriever([fmt(e, r, v) for (e, r), v in sorted(renamed.items())], top_k)
-        queries = [subquery(r, e) for e, r in asked]
-        passages = retriever(queries)
-        reads += [steps.answer_example(q, RETRIEVE, c, renamed[k]) for q, c, k in zip(queries, passages, asked, strict=True)]
-    return reads
-
-
 def run_read(args: argparse.Namespace) -> None:
     import torch
 
@@ -97,13 +76,13 @@ def run_read(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     p = dict(section()["train_lm"])
-    p.update(steps=args.steps, top_k=args.top_k[0], threads=1, **({"vocab_size": args.vocab} if args.vocab else {}),
-             **({"hidden_size": args.hidden, "intermediate_size": 4 * args.hidden} if args.hidden else {}))
+    changed = {"steps": args.steps, "vocab_size": args.vocab, "reading_copies": args.copies, "hidden_size": args.hidden,
+               "intermediate_size": 4 * args.hidden if args.hidden else None, "top_k": args.top_k}
+    p.update({k: v for k, v in changed.items() if v}, threads=1)
     config = TrainLMSettings(**p, seed=args.seed)
     facts, people = world_facts(args.seed)
-    fmt = FORMATS[args.format]
     keys = sorted(facts)
-    docs = [fmt(e, r, facts[(e, r)]) for e, r in keys]
+    docs = [document(r, e, facts[(e, r)]) for e, r in keys]
     reading_people = set(people["reading"])
     world = [(e, r) for e, r in keys if e not in reading_people]
     reading = {(e, r) for e, r in keys if e in reading_people}
@@ -111,14 +90,12 @@ def run_read(args: argparse.Namespace) -> None:
     retriever = Retriever(docs, config.top_k)
     model, tokenizer = build_or_load(config, docs, special_tokens=list(SPECIAL_TOKENS))
     steps = Steps(tokenizer)
-    pools = base_pools(steps, retriever, facts, memorised, reading, config.reading_orders, config.seed)
-    if args.copies:
-        pools["reading"] = renamed_reading(steps, fmt, config.top_k, facts, reading, args.copies, config.seed, args.fresh)
+    pools = base_pools(steps, config.top_k, facts, memorised, reading, config.reading_copies, config.seed, fresh_names=not args.permute)
     start = time.perf_counter()
     fit_pools(model, pools, {"closed": 1 - config.reading_weight, "reading": config.reading_weight}, config, steps.pad, "deeprag probe")
     model.eval()
-    print(f"{args.format} documents, top-{config.top_k}, {config.steps} steps, vocabulary {len(tokenizer)}, width {config.hidden_size}, "
-          f"{args.copies} renamed reading copies{' (fresh names)' if args.fresh else ''}, "
+    print(f"top-{config.top_k}, {config.steps} steps, vocabulary {len(tokenizer)}, width {config.hidden_size}, "
+          f"{config.reading_copies} reading copies ({'permuted' if args.permute else 'fresh'} names), "
           f"{time.perf_counter() - start:.0f} s; reading accuracy on the question people's facts:")
     for relation in sorted({r for _, r in world}):
         chosen = [k for k in world if k[1] == relation]
@@ -133,24 +110,43 @@ def run_read(args: argparse.Namespace) -> None:
               f"not {sum(split[False]) / max(1, len(split[False])):.3f}; answered with the subject's own name {subject:.3f})")
 
 
+def run_recorded(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from paperdag.methods.deeprag import PARAMETRIC, RETRIEVE, fact_dict, matches, memorised_set
+
+    data = ROOT / "data" / "deeprag"
+    facts = fact_dict(pl.read_parquet(data / "facts.parquet"))
+    for tree in sorted((data / "tree").glob("*.parquet"), key=lambda f: int(f.stem)):
+        memorised = memorised_set(pl.read_parquet(data / "memorised" / tree.name))
+        nodes = pl.read_parquet(tree).select("entity", "relation", "decision", "answer").unique().iter_rows()
+        cells: dict[tuple[str, str, bool], list[bool]] = {}
+        for e, r, d, a in nodes:
+            if (e, r) in facts:
+                cells.setdefault((r, d, (e, r) in memorised), []).append(matches(a, facts[(e, r)]))
+        print(f"replicate {tree.stem}: accuracy (facts asked) with retrieval | closed-book, memorised / not memorised")
+        for relation in sorted({r for r, _, _ in cells}):
+            row = [cells.get((relation, d, m), []) for d in (RETRIEVE, PARAMETRIC) for m in (True, False)]
+            print(f"  {relation:10s} " + "  ".join(f"{sum(c) / max(1, len(c)):.3f} ({len(c):4d})" for c in row))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
-    for name in ("bm25", "read"):
-        s = sub.add_parser(name)
-        s.add_argument("--seed", type=int, default=0, help="the world's and the LM's seed")
-        s.add_argument("--top-k", type=int, nargs="+", default=[1, 3])
-        if name == "read":
-            s.add_argument("--steps", type=int, default=3000)
-            s.add_argument("--vocab", type=int, default=0, help="BPE vocabulary (default: deeprag.train_lm.vocab_size)")
-            s.add_argument("--hidden", type=int, default=0, help="model width (MLP 4x; default: deeprag.train_lm's)")
-            s.add_argument("--format", choices=sorted(FORMATS), default="titled")
-            s.add_argument("--copies", type=int, default=0, help="reading examples in this many renamed copies (0: the pipeline's)")
-            s.add_argument("--fresh", action="store_true", help="rename with newly invented names, not a permutation")
+    bm25 = sub.add_parser("bm25")
+    bm25.add_argument("--seed", type=int, default=0, help="the world's seed")
+    bm25.add_argument("--top-k", type=int, nargs="+", default=[1, 3])
+    read = sub.add_parser("read", help="every option defaults to params.yaml deeprag.train_lm's")
+    read.add_argument("--seed", type=int, default=0, help="the world's and the LM's seed")
+    read.add_argument("--top-k", type=int, default=0, help="BM25 documents per passage")
+    read.add_argument("--steps", type=int, default=0)
+    read.add_argument("--vocab", type=int, default=0, help="BPE vocabulary")
+    read.add_argument("--hidden", type=int, default=0, help="model width (MLP 4x)")
+    read.add_argument("--copies", type=int, default=0, help="renamed copies of the reading people's facts")
+    read.add_argument("--permute", action="store_true", help="rename by permuting their own names, not with invented ones")
+    sub.add_parser("recorded")
     args = parser.parse_args()
-    if getattr(args, "fresh", False) and not args.copies:
-        parser.error("--fresh renames the reading copies: give --copies N as well")
-    {"bm25": run_bm25, "read": run_read}[args.what](args)
+    {"bm25": run_bm25, "read": run_read, "recorded": run_recorded}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def train_lm(params: TrainLMParams, facts: pl.DataFrame, documents: pl.DataFrame
     retriever = Retriever(documents["text"].to_list(), params.top_k)
     model, tokenizer = build_or_load(params, documents["text"].to_list(), special_tokens=list(SPECIAL_TOKENS))
     steps = Steps(tokenizer)
-    pools = base_pools(steps, retriever, fd, memorised, reading, params.reading_orders, params.seed)
+    pools = base_pools(steps, params.top_k, fd, memorised, reading, params.reading_copies, params.seed)
     report = fit_pools(model, pools, {"closed": 1 - params.reading_weight, "reading": params.reading_weight}, params, steps.pad, "deeprag LM")
     held = sorted(set(world) - memorised)
     check = (params.max_new_tokens, params.eval_batch_size)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from paperdag.methods.deeprag.metrics import mcc
 from paperdag.methods.deeprag.training import choose_memorised
-from paperdag.methods.deeprag.world import GROUPS, check_questions, make_questions, make_world, question_text
+from paperdag.methods.deeprag.world import BRIDGES, GROUPS, check_questions, make_questions, make_world, question_text
 
 PEOPLE = {"train": 8, "val": 4, "test": 4, "reading": 3}
 
@@ -51,3 +53,57 @@ def test_mcc_hand_values() -> None:
     """TP 2, TN 1, FP 1, FN 0: (2 - 0) / sqrt(3 * 2 * 2 * 1) = 0.5774; a constant decision scores 0."""
     assert mcc([True, True, True, False], [True, True, False, False]) == pytest.approx(2 / 12 ** 0.5)
     assert mcc([True] * 4, [True, False, True, False]) == 0.0
+
+
+def test_titled_documents_make_bm25_rank_each_facts_own_document_first() -> None:
+    """Each document is headed by its subject, so BM25's top-1 for a fact's subquery is that fact's own document,
+    bridges included (untitled, "The mentor of W is X" ties with "The mentor of X is Y" for "Who is the mentor of X?")."""
+    from paperdag.methods.deeprag.policy import Retriever
+    from paperdag.methods.deeprag.world import document, subquery
+
+    world = make_world({"train": 12, "val": 4, "test": 4, "reading": 12}, 0)
+    keys = sorted(world.facts)
+    docs = [document(r, e, world.facts[(e, r)]) for e, r in keys]
+    assert all(d.startswith(f"{e}: ") for d, (e, _) in zip(docs, keys, strict=True))
+    top = Retriever(docs, 1)([subquery(r, e) for e, r in keys])
+    assert top == docs
+
+
+def test_reading_copies_rename_the_reading_people_so_no_answer_can_be_memorised() -> None:
+    """base_pools: one closed-book example per memorised fact; per copy one reading example per reading fact whose
+    passage (BM25's top-1 in that copy) holds its answer. Fresh names: no subquery is asked twice and no answer or
+    subject is a name of the world (nothing to learn by heart); permuted names: a bridge subquery recurs across
+    copies with another answer."""
+    from paperdag.lm.tokenizer import train_byte_bpe
+    from paperdag.methods.deeprag.policy import SPECIAL_TOKENS, Steps
+    from paperdag.methods.deeprag.tables import fact_dict, facts_table
+    from paperdag.methods.deeprag.training import base_pools
+
+    world = make_world({"train": 4, "val": 2, "test": 2, "reading": 6}, 0)
+    facts = fact_dict(facts_table(world))
+    reading = {k for k in facts if k[0] in world.people["reading"]}
+    memorised = {k for k in facts if k[0] in world.people["train"]}
+    names = {e for e, _ in facts} | {v for (_, r), v in facts.items() if r in {b.name for b in BRIDGES}}
+    tok = train_byte_bpe([f"{e} {r} {v}" for (e, r), v in facts.items()] * 2, 400)
+    tok.add_tokens(list(SPECIAL_TOKENS), special_tokens=True)
+    steps = Steps(tok)
+
+    def asked(fresh: bool) -> list[tuple[str, str]]:
+        pools = base_pools(steps, 1, facts, memorised, reading, copies=3, seed=0, fresh_names=fresh)
+        assert len(pools["closed"]) == len(memorised) and len(pools["reading"]) == 3 * len(reading)
+        rows = []
+        for prompt, target in pools["reading"]:
+            text, answer = tok.decode(prompt), tok.decode(target[:-1]).strip()
+            assert answer in text[text.index("<doc>"):]  # read from the passage
+            rows.append((text[: text.index("<ret>")], answer))
+        return rows
+
+    fresh = asked(True)
+    assert len({q for q, _ in fresh}) == len(fresh)
+    bridge = [(q, a) for q, a in fresh if q.startswith("Who is the")]
+    assert bridge and not {a for _, a in bridge} & names
+    assert not {w for q, _ in fresh for w in re.findall(r"\w+", q)} & names
+    answers: dict[str, set[str]] = {}
+    for q, a in asked(False):
+        answers.setdefault(q, set()).add(a)
+    assert any(len(v) > 1 for q, v in answers.items() if q.startswith("Who is the"))

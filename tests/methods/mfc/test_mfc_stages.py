@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +10,9 @@ import polars as pl
 import pytest
 import yaml
 
+import stages.mfc as mfc  # a module that fails to import fails this file, never skips it
+
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
-import stages.mfc as mfc  # noqa: E402  (a module that fails to import fails this file, never skips it)
 
 
 def tiny_params(points_file: str) -> dict[str, dict[str, object]]:

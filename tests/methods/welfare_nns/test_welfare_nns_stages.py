@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import yaml
 
+from stages import welfare_nns as stages  # a module that fails to import fails this file, never skips it
+
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
-from stages import welfare_nns as stages  # noqa: E402  (a module that fails to import fails this file, never skips it)
 
 
 def tiny_params(points_file: str) -> dict[str, dict[str, object]]:

@@ -24,7 +24,7 @@ class SynthesizeSettings:
 class TrainLMSettings(TinyLMConfig):
     memorised_fraction: Fraction  # share of the question people's facts the LM memorises (its knowledge boundary)
     reading_weight: Fraction  # share of steps on reading examples (the rest: closed-book memorised facts)
-    reading_orders: PositiveInt  # shuffled document orders per reading example
+    reading_copies: PositiveInt  # copies of the reading people's facts, each with their names permuted anew
     top_k: PositiveInt  # BM25 documents per retrieval
     min_recall: Fraction  # closed-book recall of memorised facts the LM must reach, else an error
     max_heldout_recall: Fraction  # closed-book recall of facts it never saw must stay below (near chance)

@@ -19,10 +19,11 @@ from transformers import PreTrainedModel
 
 from paperdag.lm.causal import Example, target_loss
 from paperdag.lm.dpo import dpo_loss, sequence_logps
+from paperdag.lm.factworld import invented_names
 from paperdag.lm.train import TrainConfig, TrainingReport, fit
 from paperdag.methods.deeprag.policy import Retriever, Steps, answer, collate_labelled, labelled, matches
 from paperdag.methods.deeprag.search import PARAMETRIC, RETRIEVE
-from paperdag.methods.deeprag.world import subquery
+from paperdag.methods.deeprag.world import document, subquery
 
 
 def choose_memorised(facts: Sequence[tuple[str, str]], fraction: float, seed: int) -> set[tuple[str, str]]:
@@ -32,20 +33,29 @@ def choose_memorised(facts: Sequence[tuple[str, str]], fraction: float, seed: in
     return set(rng.sample(ordered, round(fraction * len(ordered))))
 
 
-def base_pools(steps: Steps, retriever: Retriever, facts: dict[tuple[str, str], str], memorised: set[tuple[str, str]],
-               reading: set[tuple[str, str]], orders: int, seed: int) -> dict[str, list[Example]]:
-    """closed: every memorised fact asked closed-book; reading: every reading-person fact answered from BM25's
-    passage for its subquery, its documents in `orders` shuffled orders (the LM learns to find the fact in the
-    passage, on facts no question asks, not where BM25 ranked it)."""
+def base_pools(steps: Steps, top_k: int, facts: dict[tuple[str, str], str], memorised: set[tuple[str, str]],
+               reading: set[tuple[str, str]], copies: int, seed: int, fresh_names: bool = True) -> dict[str, list[Example]]:
+    """closed: every memorised fact asked closed-book; reading: every reading-person fact answered from BM25's top_k
+    passage for its subquery, in `copies` copies of the reading people's knowledge base, each with the reading
+    people renamed anew (fresh_names: newly invented names, none of the world's; else a permutation of their own)
+    and the passage retrieved from that copy. A reading answer then cannot be learnt by heart (the mentor of X
+    differs in every copy): the LM must copy it from the passage, as it must for a question person's fact it never
+    memorised."""
     rng = random.Random(seed)
     closed = [steps.answer_example(subquery(r, e), PARAMETRIC, "", facts[(e, r)]) for e, r in sorted(memorised)]
     keys = sorted(reading)
-    queries = [subquery(r, e) for e, r in keys]
+    names = sorted({e for e, _ in keys})
+    taken = {e for e, _ in facts} | set(facts.values())
     reads = []
-    for q, docs, k in zip(queries, retriever.documents_for(queries), keys, strict=True):
-        for i in range(orders):
-            shuffled = list(docs) if i == 0 else rng.sample(docs, len(docs))
-            reads.append(steps.answer_example(q, RETRIEVE, " ".join(shuffled), facts[k]))
+    for _ in range(copies):
+        new = invented_names(len(names), rng, exclude=taken) if fresh_names else rng.sample(names, len(names))
+        rename = dict(zip(names, new, strict=True))
+        renamed = {(rename[e], r): rename.get(facts[(e, r)], facts[(e, r)]) for e, r in keys}
+        asked = sorted(renamed)
+        retriever = Retriever([document(r, e, v) for (e, r), v in sorted(renamed.items())], top_k)
+        queries = [subquery(r, e) for e, r in asked]
+        for q, passage, k in zip(queries, retriever(queries), asked, strict=True):
+            reads.append(steps.answer_example(q, RETRIEVE, passage, renamed[k]))
     return {"closed": closed, "reading": reads}
 
 

@@ -9,7 +9,8 @@ into atomic subqueries is known.
 
 People fall into groups (train / val / test heads, and `reading` people used only to teach the LM to read retrieved
 text); a bridge relation never leaves its group, so every fact a test question touches belongs to test people and
-no training question ever decides on it. The knowledge base holds one document per fact (all groups).
+no training question ever decides on it. The knowledge base holds one document per fact (all groups), headed by
+its subject.
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ def subquery(relation: str, entity: str) -> str:
 
 
 def document(relation: str, entity: str, value: str) -> str:
-    return ALL_RELATIONS[relation].document.format(e=entity, v=value)
+    """The fact's knowledge-base passage, headed by its subject as an encyclopaedia's is ("Bralimo: The mentor of
+    Bralimo is Kestra."): BM25 then ranks the subject's own fact first; untitled, "The mentor of W is Bralimo" ties
+    with it (bag of words cannot tell subject from value; benchmarks/deeprag_reading.py bm25)."""
+    return f"{entity}: " + ALL_RELATIONS[relation].document.format(e=entity, v=value)
 
 
 def question_text(head: str, chain: Sequence[str]) -> str:
