@@ -16,8 +16,14 @@ the passage size and train_lm's reading examples, outside the pipeline.
          training question's tree), per relation: accuracy answering with retrieval and closed-book, where the fact
          is memorised and where it is not (over the facts some tree asks: nodes whose earlier hops were right).
 
+  boundary  no training: whether the recorded run's models know their knowledge boundary. Per replicate and group
+         of people (train: the people the training questions ask about; val, test: people no training question
+         touches), how well P(<ret> | q_t) of the base LM, the imitation model and the calibrated model separates
+         facts not memorised from memorised ones (ROC AUC; MCC of the decision P > 0.5), over every fact of the group.
+
     .venv/bin/python benchmarks/deeprag_reading.py bm25
     .venv/bin/python benchmarks/deeprag_reading.py recorded
+    .venv/bin/python benchmarks/deeprag_reading.py boundary
     .venv/bin/python benchmarks/deeprag_reading.py read [--seed N] [--steps 3000] [--vocab 1000] [--copies 4] [--permute]
 
 One torch thread; native numerics; minutes per `read` (~11 CPU-minutes at 6000 steps) on this 2-core machine.
@@ -130,6 +136,32 @@ def run_recorded(args: argparse.Namespace) -> None:
             print(f"  {relation:10s} " + "  ".join(f"{sum(c) / max(1, len(c)):.3f} ({len(c):4d})" for c in row))
 
 
+def run_boundary(args: argparse.Namespace) -> None:
+    import polars as pl
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from paperdag.lm import load_causal_lm
+    from paperdag.methods.deeprag import Steps, mcc, memorised_set, retrieve_probability
+
+    torch.set_num_threads(1)
+    data = ROOT / "data" / "deeprag"
+    rows = pl.read_parquet(data / "facts.parquet").select("entity", "relation", "group").rows()
+    print("P(<ret> | q_t) against the true boundary (fact not memorised): ROC AUC / MCC at 0.5, per group of people")
+    for memorised in sorted((data / "memorised").glob("*.parquet"), key=lambda f: int(f.stem)):
+        known, replicate = memorised_set(pl.read_parquet(memorised)), memorised.stem
+        for model in ("lm", "imitation", "calibrated"):
+            lm, tokenizer = load_causal_lm(data / model / replicate)
+            steps = Steps(tokenizer)
+            cells = []
+            for group in ("train", "val", "test"):
+                keys = [(e, r) for e, r, g in rows if g == group]
+                p = retrieve_probability(lm, steps, steps.encode([subquery(r, e) for e, r in keys]), 200)
+                unknown = [k not in known for k in keys]
+                cells.append(f"{group} {roc_auc_score(unknown, p):.3f} / {mcc([x > 0.5 for x in p], unknown):+.3f}")
+            print(f"  replicate {replicate} {model:10s} " + "   ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -145,8 +177,9 @@ def main() -> None:
     read.add_argument("--copies", type=int, default=0, help="renamed copies of the reading people's facts")
     read.add_argument("--permute", action="store_true", help="rename by permuting their own names, not with invented ones")
     sub.add_parser("recorded")
+    sub.add_parser("boundary")
     args = parser.parse_args()
-    {"bm25": run_bm25, "read": run_read, "recorded": run_recorded}[args.what](args)
+    {"bm25": run_bm25, "read": run_read, "recorded": run_recorded, "boundary": run_boundary}[args.what](args)
 
 
 if __name__ == "__main__":
