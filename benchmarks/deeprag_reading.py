@@ -26,7 +26,7 @@ the passage size and train_lm's reading examples, outside the pipeline.
     .venv/bin/python benchmarks/deeprag_reading.py boundary
     .venv/bin/python benchmarks/deeprag_reading.py read [--seed N] [--steps 3000] [--vocab 1000] [--copies 4] [--permute]
 
-One torch thread; native numerics; minutes per `read` (~11 CPU-minutes at 6000 steps) on this 2-core machine.
+One torch thread; native numerics; minutes per `read` (~13 CPU-minutes at 6000 steps) on this 2-core machine.
 """
 
 from __future__ import annotations
