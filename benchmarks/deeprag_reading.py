@@ -21,9 +21,16 @@ the passage size and train_lm's reading examples, outside the pipeline.
          touches), how well P(<ret> | q_t) of the base LM, the imitation model and the calibrated model separates
          facts not memorised from memorised ones (ROC AUC; MCC of the decision P > 0.5), over every fact of the group.
 
+  imitate  imitation (the imitate stage's training, paperdag.methods.deeprag.imitate) from each recorded base LM
+         on its recorded minimal-retrieval paths, for every number of steps and learning rate asked, each from the
+         base LM; then DeepRAG's own walk (run_policy) on the val and test questions: EM, retrievals per question,
+         and ROC AUC of P(<ret> | q_t) against the true boundary over the steps it took. Does the imitate stage's
+         setting (400 steps at lr 1e-3, loss ~0.02: it overfits) explain the decision's failure to transfer?
+
     .venv/bin/python benchmarks/deeprag_reading.py bm25
     .venv/bin/python benchmarks/deeprag_reading.py recorded
     .venv/bin/python benchmarks/deeprag_reading.py boundary
+    .venv/bin/python benchmarks/deeprag_reading.py imitate [--steps 10 25 50 100 200 400] [--lr 1e-3 3e-4]
     .venv/bin/python benchmarks/deeprag_reading.py read [--seed N] [--steps 3000] [--vocab 1000] [--copies 4] [--permute]
 
 One torch thread; native numerics; minutes per `read` (~13 CPU-minutes at 6000 steps) on this 2-core machine.
@@ -162,6 +169,41 @@ def run_boundary(args: argparse.Namespace) -> None:
             print(f"  replicate {replicate} {model:10s} " + "   ".join(cells))
 
 
+def run_imitate(args: argparse.Namespace) -> None:
+    import polars as pl
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from paperdag.lm import TrainConfig, load_causal_lm
+    from paperdag.methods.deeprag import (Retriever, Steps, fact_dict, imitate, imitation_rows, memorised_set, questions_of,
+                                          run_policy)
+
+    torch.set_num_threads(1)
+    data, stage = ROOT / "data" / "deeprag", section()["imitate"]
+    facts = pl.read_parquet(data / "facts.parquet")
+    questions = pl.read_parquet(data / "questions.parquet")
+    fd, asked = fact_dict(facts), {s: questions_of(questions, s) for s in ("val", "test")}
+    retriever = Retriever(pl.read_parquet(data / "documents.parquet")["text"].to_list(), section()["infer"]["top_k"])
+    print("imitation from the recorded base LM: final loss; per split EM / retrievals per question / decision AUC")
+    for paths in sorted((data / "paths").glob("*.parquet"), key=lambda f: int(f.stem)):
+        known, rows = memorised_set(pl.read_parquet(data / "memorised" / paths.name)), pl.read_parquet(paths).to_dicts()
+        for lr in args.lr:
+            for n in args.steps:
+                lm, tokenizer = load_causal_lm(data / "lm" / paths.stem)
+                steps = Steps(tokenizer)
+                config = TrainConfig(steps=n, lr=lr, warmup_steps=min(n // 2, stage["warmup_steps"]), weight_decay=0.0, seed=0)
+                report = imitate(lm, steps, imitation_rows(steps, rows), config, stage["batch_size"])
+                cells = []
+                for split, qs in asked.items():
+                    predictions, walk = run_policy("probe", lm, steps, retriever, qs, fd, known, 8, 200)
+                    scored = [r for r in walk if r["unknown"] is not None]
+                    auc = roc_auc_score([r["unknown"] for r in scored], [r["p_retrieve"] for r in scored])
+                    em = 100 * sum(p["correct"] for p in predictions) / len(predictions)
+                    ret = sum(p["retrievals"] for p in predictions) / len(predictions)
+                    cells.append(f"{split} {em:5.1f} / {ret:.2f} / {auc:.3f}")
+                print(f"  replicate {paths.stem} lr {lr:g} steps {n:4d} loss {report.final():.3f}   " + "   ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -178,8 +220,11 @@ def main() -> None:
     read.add_argument("--permute", action="store_true", help="rename by permuting their own names, not with invented ones")
     sub.add_parser("recorded")
     sub.add_parser("boundary")
+    imitation = sub.add_parser("imitate")
+    imitation.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50, 100, 200, 400])
+    imitation.add_argument("--lr", type=float, nargs="+", default=[1e-3, 3e-4])
     args = parser.parse_args()
-    {"bm25": run_bm25, "read": run_read, "recorded": run_recorded, "boundary": run_boundary}[args.what](args)
+    {"bm25": run_bm25, "read": run_read, "recorded": run_recorded, "boundary": run_boundary, "imitate": run_imitate}[args.what](args)
 
 
 if __name__ == "__main__":
