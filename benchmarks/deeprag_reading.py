@@ -175,15 +175,14 @@ def run_imitate(args: argparse.Namespace) -> None:
     from sklearn.metrics import roc_auc_score
 
     from paperdag.lm import TrainConfig, load_causal_lm
-    from paperdag.methods.deeprag import (Retriever, Steps, fact_dict, imitate, imitation_rows, memorised_set, questions_of,
-                                          run_policy)
+    from paperdag.methods.deeprag import Retriever, Steps, fact_dict, imitate, imitation_rows, memorised_set, questions_of, run_policy
 
     torch.set_num_threads(1)
-    data, stage = ROOT / "data" / "deeprag", section()["imitate"]
+    data, stage, infer = ROOT / "data" / "deeprag", section()["imitate"], section()["infer"]
     facts = pl.read_parquet(data / "facts.parquet")
     questions = pl.read_parquet(data / "questions.parquet")
     fd, asked = fact_dict(facts), {s: questions_of(questions, s) for s in ("val", "test")}
-    retriever = Retriever(pl.read_parquet(data / "documents.parquet")["text"].to_list(), section()["infer"]["top_k"])
+    retriever = Retriever(pl.read_parquet(data / "documents.parquet")["text"].to_list(), infer["top_k"])
     print("imitation from the recorded base LM: final loss; per split EM / retrievals per question / decision AUC")
     for paths in sorted((data / "paths").glob("*.parquet"), key=lambda f: int(f.stem)):
         known, rows = memorised_set(pl.read_parquet(data / "memorised" / paths.name)), pl.read_parquet(paths).to_dicts()
@@ -195,7 +194,8 @@ def run_imitate(args: argparse.Namespace) -> None:
                 report = imitate(lm, steps, imitation_rows(steps, rows), config, stage["batch_size"])
                 cells = []
                 for split, qs in asked.items():
-                    predictions, walk = run_policy("probe", lm, steps, retriever, qs, fd, known, 8, 200)
+                    predictions, walk = run_policy("probe", lm, steps, retriever, qs, fd, known, infer["max_new_tokens"],
+                                                   infer["eval_batch_size"])
                     scored = [r for r in walk if r["unknown"] is not None]
                     auc = roc_auc_score([r["unknown"] for r in scored], [r["p_retrieve"] for r in scored])
                     em = 100 * sum(p["correct"] for p in predictions) / len(predictions)
