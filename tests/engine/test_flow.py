@@ -10,9 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
-from support import cli, dvc
 from paperdag.engine.tracking import client
+from support import cli, dvc
+
+# one worker runs test_flow.py and test_locks.py, so the session's one Prefect server (conftest.py prefect_server)
+# starts once, not once per worker
+pytestmark = pytest.mark.xdist_group("prefect")
 
 
 def stage_runs(repo: Path) -> list:

@@ -11,9 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from paperdag.engine import records
 from paperdag.engine.tracking import client
 from support import cli, dvc
+
+# one worker runs test_flow.py and test_locks.py, so the session's one Prefect server (conftest.py prefect_server)
+# starts once, not once per worker
+pytestmark = pytest.mark.xdist_group("prefect")
 
 
 def wait_for(predicate, what: str, timeout: float = 120) -> None:
