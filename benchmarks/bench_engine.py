@@ -7,7 +7,8 @@
 - `paperdag run` on two independent equal stages: concurrent (2 workers) vs sequential (1 worker), as the span
   from the first start to the last end of the two stages' MLflow runs (same machine, same run of this script);
 - Prefect start-up: one stale stage rerun by `paperdag run` (temporary Prefect server, flow, dvc commit) minus
-  the same rerun by `dvc repro`, with a reused and a fresh PREFECT_HOME.
+  the same rerun by `dvc repro`, with a reused and a fresh PREFECT_HOME; on a running `prefect server start`; and
+  on that server with a running `paperdag warm` serving both commands (paperdag.engine.warm).
 
 Usage: .venv/bin/python benchmarks/bench_engine.py [--work-seconds 15]; writes benchmarks/results/engine.json.
 """
@@ -15,6 +16,7 @@ Usage: .venv/bin/python benchmarks/bench_engine.py [--work-seconds 15]; writes b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -86,6 +89,23 @@ def make_repo(dest: Path) -> Path:
     subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
     subprocess.run(["git", "commit", "-qm", "bench"], cwd=dest, check=True)
     return dest
+
+
+@contextlib.contextmanager
+def warm_server(repo: Path, sock: Path, env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """`paperdag warm` in the repo (its default preloads), until the block ends; yields the clients' environment."""
+    env = {**os.environ, **env}
+    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(sock), "--idle", "600"], cwd=repo,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while not sock.exists():
+            if proc.poll() is not None:
+                raise SystemExit("paperdag warm did not start")
+            time.sleep(0.1)
+        yield {**env, "PAPERDAG_WARM": str(sock)}
+    finally:
+        proc.terminate()
+        proc.wait(60)
 
 
 def span(repo: Path, stages: set[str], parent_run: str | None = None) -> float:
@@ -227,6 +247,15 @@ def main() -> None:
             for _ in range(args.repeats):
                 bump()
                 t_external.append(paperdag(repo, "run", "toy", env={"PREFECT_API_URL": url}))
+            # and a `paperdag warm` the user keeps running too: both commands' stages are served by it, and the
+            # run itself (Prefect and DVC imported there once)
+            with warm_server(repo, Path(tmp) / "warm.sock", {"PREFECT_API_URL": url}) as served:
+                t_warm_dvc, t_warm_run = [], []
+                for _ in range(args.repeats):
+                    bump()
+                    t_warm_dvc.append(sh(repo, sys.executable, "-m", "dvc", "repro", env=served))
+                    bump()
+                    t_warm_run.append(paperdag(repo, "run", "toy", env=served))
         results["prefect_startup"] = {
             "one_stage_dvc_repro_s": statistics.median(t_dvc),
             "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),
@@ -237,6 +266,9 @@ def main() -> None:
             "up_to_date_paperdag_run_s": t_noop,
             "one_stage_paperdag_run_external_server_s": statistics.median(t_external),
             "ratio_external_server_over_dvc_repro": statistics.median(t_external) / statistics.median(t_dvc),
+            "one_stage_dvc_repro_warm_s": statistics.median(t_warm_dvc),
+            "one_stage_paperdag_run_warm_s": statistics.median(t_warm_run),
+            "ratio_warm_over_dvc_repro_warm": statistics.median(t_warm_run) / statistics.median(t_warm_dvc),
             "note": "a fresh PREFECT_HOME starts from the migrated template (prefect_server.py); an up-to-date run "
                     "stops the server it started while DVC planned",
         }
@@ -259,6 +291,8 @@ def main() -> None:
           f"up-to-date run {f['up_to_date_paperdag_run_s']:.1f} s; paperdag run / dvc repro = {f['ratio_paperdag_run_over_dvc_repro']:.2f}")
     print(f"one-stage change on a running `prefect server start` (PREFECT_API_URL): paperdag run "
           f"{f['one_stage_paperdag_run_external_server_s']:.1f} s = {f['ratio_external_server_over_dvc_repro']:.2f}x dvc repro")
+    print(f"one-stage change with that server and a `paperdag warm` serving both: dvc repro {f['one_stage_dvc_repro_warm_s']:.1f} s, "
+          f"paperdag run {f['one_stage_paperdag_run_warm_s']:.1f} s = {f['ratio_warm_over_dvc_repro_warm']:.2f}x")
     print(f"wrote {out.relative_to(REPO)}")
 
 

@@ -132,7 +132,7 @@ def test_a_client_in_another_environment_runs_its_stage_itself(toy: Path, server
     line and runs the stage in its own process, which succeeds."""
     path, log = server
     r = cli(toy, "stage", "toy:make", env={warm.ENV: str(path), "HF_HOME": "/nonexistent-hf-home"})
-    assert "does not serve this stage" in r.stderr and "HF_HOME" in r.stderr
+    assert "does not serve `paperdag stage`" in r.stderr and "HF_HOME" in r.stderr
     assert served(log) == [] and "refused paperdag stage toy:make" in log.read_text()
     assert (toy / "data/toy/table.parquet").exists()
 

@@ -93,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for a warm server's child (warm.py), as given
     try:
         return _dispatch(args)
     except PaperdagError as e:
@@ -152,6 +153,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         warm.serve(path.resolve(), args.idle, preload)
         return 0
     if args.command == "run":
+        from paperdag.engine import numerics, warm
+        from paperdag.engine.params import load_params
+
+        # a warm server's child runs it, when one serves (Prefect and DVC imported there once), with the numerics'
+        # environment that every stage it starts would otherwise set by re-executing itself
+        env = {**os.environ, **numerics.environment(numerics.from_params(load_params(root)))}
+        code = warm.delegate(root, args.argv, env)
+        if code is not None:
+            return code
         from paperdag.engine.orchestrate import run_pipeline
 
         states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from paperdag.engine.errors import LockBusy
+from paperdag.engine.warm import client_pid
 
 RUN_LOCK = ".paperdag/run.lock"
 DVC_LOCK = ".dvc/tmp/lock"
@@ -48,7 +49,7 @@ def run_lock(root: Path) -> Iterator[None]:
             raise LockBusy(f"another `paperdag run` (pid {_holder(f)}) is running in {root}; wait for it to finish") from None
         f.seek(0)
         f.truncate()
-        f.write(str(os.getpid()))
+        f.write(str(client_pid()))  # the process the user started (a warm server's child names its client)
         f.flush()
         _held[key] = 1
         try:

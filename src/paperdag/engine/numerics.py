@@ -92,6 +92,11 @@ def _signature(n: Numerics) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(vars(n).items()))
 
 
+def environment(n: Numerics) -> dict[str, str]:
+    """The variables `ensure` sets: what the environment of a process started under these numerics holds."""
+    return {**n.env(), _MARK: _signature(n)}
+
+
 def ensure(n: Numerics, argv: list[str]) -> None:
     """Re-execute this process (`python -m paperdag ARGV`) under the numerics' environment, unless it already runs
     under it. Called before anything imports numpy or torch."""
@@ -101,8 +106,7 @@ def ensure(n: Numerics, argv: list[str]) -> None:
         return
     if os.environ.get(_MARK) == _signature(n):  # already re-executed once: something resets the environment
         raise RuntimeError(f"numerics: the environment does not keep {wrong} after re-executing")
-    new = {**os.environ, **env}
-    new[_MARK] = _signature(n)
+    new = {**os.environ, **environment(n)}
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, "-m", "paperdag", *argv], new)

@@ -31,6 +31,17 @@ def quiet_prefect() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _settings_from_environment() -> None:
+    """Prefect reads its settings (PREFECT_HOME, PREFECT_API_URL, ...) and its logging configuration when it is
+    imported. A process that had imported it before this run set them (a warm server's child: warm.py) reads them
+    again, through the refresh Prefect provides for environment changes."""
+    import prefect.context
+    from prefect.logging.configuration import setup_logging
+
+    prefect.context.refresh_global_settings_context()
+    setup_logging()
+
+
 def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
     """No flow-run heartbeats: a temporary server dies with the run and nobody reads them, and stopping their thread
     costs up to a second at the end of every run (it sleeps in one-second steps)."""
@@ -44,6 +55,7 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
     """Run the pipeline's stale stages as a Prefect flow; return stage address -> 'done'. Raises StageError naming
     the failed stages (each already reported on one line)."""
     root = Path(root).resolve()
+    preloaded = "prefect" in sys.modules  # imported before its settings below were written
     prefect_defaults(root)
     with locks.run_lock(root):
         locks.refuse_if_dvc_busy(root)
@@ -69,6 +81,8 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
                 return {}
             from paperdag.engine import flow  # imports Prefect, which reads PREFECT_API_URL now
 
+            if preloaded:
+                _settings_from_environment()
             quiet_prefect()
 
             configured = flow.paperdag_pipeline.with_options(

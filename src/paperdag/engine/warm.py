@@ -1,4 +1,5 @@
-"""A warm stage server: `paperdag stage` without paying for torch, transformers and sentence-transformers again.
+"""A warm stage server: `paperdag stage` without paying for torch, transformers and sentence-transformers again,
+and `paperdag run` without paying for Prefect and DVC again.
 
 Each stage is a fresh process (DVC runs `paperdag stage ADDRESS`), and a stage that trains a tiny LM spends 5-15 CPU
 seconds importing its libraries before its first step: more than the work of most stages at smoke scale. `paperdag
@@ -7,10 +8,12 @@ then forks one child per stage. The child becomes the stage process a fresh star
 working directory, environment, sys.path, argv and stdin/stdout/stderr (passed over the socket), its own session,
 the project's modules imported afresh from disk. The `paperdag stage` process that DVC started stays as the client:
 it forwards SIGINT / SIGTERM / SIGHUP to the child and exits with the child's status; if the client dies (SIGKILL),
-the server terminates the child.
+the server terminates the child. `paperdag run` is served the same way (Prefect's client and DVC's API cost it ~3 s
+of imports before its first stage, where the stage itself may take a second): its child reads Prefect's settings
+from its own environment again (orchestrate.py), and the stages it starts are served like any other.
 
 Opt-in and never a change of results:
-- a stage uses the server when $PAPERDAG_WARM names its socket (or `.paperdag/warm.sock` of the project exists),
+- a stage (or a run) uses the server when $PAPERDAG_WARM names its socket (or `.paperdag/warm.sock` of the project exists),
   and PAPERDAG_WARM is not "off";
 - the server serves only a client whose interpreter and every environment variable a library reads at import
   (numerics, thread counts, HF_*, PYTHON*, ...) equal its own: otherwise the stage runs in its own process as before,
@@ -32,12 +35,17 @@ from pathlib import Path
 from typing import Any
 
 ENV = "PAPERDAG_WARM"  # the socket's path, or "off"
+SERVED = "PAPERDAG_WARM_SERVED"  # in a served child: "<its pid>:<its client's pid>"
 DEFAULT_SOCKET = ".paperdag/warm.sock"
 # imported once by the server: what the stages import and what costs seconds (measured: sentence_transformers
 # 12 CPU-s, transformers' Llama 9 s, torch 3 s). Not polars: it is not fork-safe once its thread pool runs.
 PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "safetensors.torch", "tokenizers",
            "transformers", "transformers.modeling_utils", "transformers.models.llama.modeling_llama",
-           "transformers.models.bert.modeling_bert", "sentence_transformers", "sklearn", "faiss", "bm25s")
+           "transformers.models.bert.modeling_bert", "sentence_transformers", "sklearn", "faiss", "bm25s",
+           # for `paperdag run`: Prefect's flow engine and client (~2.5 s), DVC's repository API (~1 s). Neither
+           # starts a thread or writes the environment when imported; Prefect's settings are read again per run
+           "prefect", "prefect.flows", "prefect.tasks", "prefect.task_runners", "prefect.runtime",
+           "prefect.client.orchestration", "dvc.repo")
 # environment variables some library reads when it is imported: a client differing in one is not served
 _LOAD_TIME = ("PYTHON", "PAPERDAG_NUMERICS", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "POLARS_", "RAYON_",
               "ATEN_", "ONEDNN_", "DNNL_", "NPY_", "CUDA", "CUBLAS_", "KMP_", "TORCH", "HF_", "TRANSFORMERS_",
@@ -76,12 +84,21 @@ def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 # --- client: the `paperdag stage` process DVC started ----------------------------------------------------------
 
-def delegate(root: Path, argv: list[str]) -> int | None:
-    """Run `paperdag ARGV` in a child of the warm server and return its exit status; None when no server serves this
-    process (none running, a stale socket, or a different key): then the caller runs the stage itself."""
+def client_pid() -> int:
+    """The pid of the process the user (or DVC) started for this one: in a served child its client's, which waits
+    for it and forwards signals to it; elsewhere this process's own."""
+    child, _, client = os.environ.get(SERVED, "").partition(":")
+    return int(client) if child == str(os.getpid()) else os.getpid()
+
+
+def delegate(root: Path, argv: list[str], env: dict[str, str] | None = None) -> int | None:
+    """Run `paperdag ARGV` in a child of the warm server, with `env` (default: this process's environment), and
+    return its exit status; None when no server serves this process (none running, a stale socket, a different key,
+    or this process is a served child itself): then the caller runs the command itself."""
     path = socket_path(root)
-    if path is None or not path.exists():
+    if path is None or not path.exists() or client_pid() != os.getpid():
         return None
+    env = dict(os.environ) if env is None else env
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
@@ -90,7 +107,7 @@ def delegate(root: Path, argv: list[str]) -> int | None:
         return None
     with sock:
         request = json.dumps({"argv": argv, "sys_argv": sys.argv, "sys_path": sys.path, "cwd": os.getcwd(),
-                              "env": dict(os.environ), "key": key()}).encode()
+                              "env": env, "key": key(env), "pid": os.getpid()}).encode()
         sys.stdout.flush()
         sys.stderr.flush()
         socket.send_fds(sock, [len(request).to_bytes(_HEADER, "big")], [0, 1, 2])
@@ -99,8 +116,8 @@ def delegate(root: Path, argv: list[str]) -> int | None:
         reply = _read(reader)
         if reply is None or "refused" in reply:
             why = reply["refused"] if reply else "it closed the connection"
-            print(f"paperdag: the warm stage server at {path} does not serve this stage ({why}): running it here",
-                  file=sys.stderr)
+            print(f"paperdag: the warm stage server at {path} does not serve `paperdag {argv[0]}` ({why}): running it "
+                  "here", file=sys.stderr)
             return None
         pid = int(reply["pid"])
 
@@ -324,7 +341,8 @@ def _child(request: dict[str, Any], set_by_imports: dict[str, str], fds: list[in
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ.update(set_by_imports)
-        os.environ[ENV] = "off"  # this process is the stage: it does not delegate again
+        # this process is the stage (or run): it does not delegate again; the processes it starts may
+        os.environ[SERVED] = f"{os.getpid()}:{request['pid']}"
         sys.argv = request["sys_argv"]
         sys.path[:] = request["sys_path"]
         for name in _project_modules():  # the project's code as it is on disk now, not as the server found it
