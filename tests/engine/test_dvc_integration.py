@@ -197,6 +197,25 @@ def test_in_process_commit_records_a_stage_and_names_a_bad_one(built_toy: Path) 
         engine_dvc.commit(built_toy, "toy-nothing")
 
 
+def test_in_process_status_is_dvc_status(built_toy: Path) -> None:
+    """Where DVC's API is imported already (a `paperdag run` a warm server's child runs), the engine asks DVC's
+    status in its own process: the same document as `dvc status --json` for a changed param, a changed output and
+    a changed stage module, and the caller's working directory is left where it was."""
+    from paperdag.engine import dvcmain
+
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("scale: 2.0", "scale: 3.0"))
+    out = built_toy / "data/toy/left.npy"
+    out.write_bytes(out.read_bytes() + b"\0")
+    module = built_toy / "src/toy_method/__init__.py"
+    module.write_text(module.read_text() + "\n# changed\n")
+    cli_doc = json.loads(dvc(built_toy, "status", "--json").stdout)
+    cwd = os.getcwd()
+    assert dvcmain.status(str(built_toy)) == cli_doc
+    assert os.getcwd() == cwd
+    assert {"toy-combine", "toy-left"} <= set(cli_doc)
+
+
 def test_a_half_written_dvc_lock_is_read_again_not_taken_for_the_whole(tmp_path: Path) -> None:
     """DVC rewrites dvc.lock in place while a stage is recorded; a stage process reading it at that moment (paperdag
     stable's record, after its work) once failed with "'NoneType' object is not subscriptable" and lost the stage.

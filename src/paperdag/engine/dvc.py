@@ -36,8 +36,18 @@ def status(root: Path) -> dict[str, list]:
     "params.yaml": {"m.train": "modified"}}}, {"changed outs": {"data/m/x.npy": "deleted"}}, "changed command"]."""
     # one status of every stage, filtered by the caller: DVC rebuilds its index per target, so `dvc status T1 .. T64`
     # costs 8x the CPU of a plain `dvc status` on this repository (61 s vs 7.5 s)
-    r = dvc(root, "status", "--json")
-    return {name.split(":")[-1]: changes for name, changes in json.loads(r.stdout or "{}").items()}
+    if "dvc.repo" in sys.modules:  # DVC's API is imported here already (a served `paperdag run`): no process
+        from dvc.exceptions import DvcException
+
+        from paperdag.engine import dvcmain
+
+        try:
+            doc = dvcmain.status(str(root))
+        except DvcException as e:
+            raise PaperdagError(f"`dvc status --json` failed: {e}") from e
+    else:
+        doc = json.loads(dvc(root, "status", "--json").stdout or "{}")
+    return {name.split(":")[-1]: changes for name, changes in doc.items()}
 
 
 def commit(root: Path, dvc_name: str) -> None:

@@ -4,12 +4,14 @@ DVC reads params.yaml once per stage that lists params (its round-trip YAML pars
 and a 29 KB params.yaml that is 7 s of a `dvc status`, nearly all of it. The engine's own DVC calls (status,
 commit) go through here, where DVC's param-file loader is memoised on (path, mtime, size); the parser, and so every
 value DVC compares with dvc.lock, is DVC's own. Users' `dvc` commands are untouched. `commit` runs DVC's commit in
-the calling process (a `paperdag run` records every stage it ran without importing DVC again per stage).
+the calling process (a `paperdag run` records every stage it ran without importing DVC again per stage), and
+`status` its status where DVC is imported already.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 import sys
@@ -69,6 +71,23 @@ def commit(root: str, target: str) -> None:
         try:
             with Repo(root) as repo:
                 repo.commit(target, force=True)
+        finally:
+            os.chdir(cwd)
+
+
+def status(root: str) -> dict[str, Any]:
+    """`dvc status --json` in this process, as DVC's command runs it (the repository lock held): for a process that
+    has DVC's API imported anyway (a warm server's child runs `paperdag run` with it preloaded), where starting
+    `dvc status` would cost half a second. Raises DVC's own error."""
+    preload()
+    from dvc.repo import Repo, lock_repo
+
+    with _IN_PROCESS:
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            with Repo(root) as repo, lock_repo(repo):
+                return json.loads(json.dumps(repo.status(check_updates=True), default=str))
         finally:
             os.chdir(cwd)
 

@@ -44,7 +44,7 @@ PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "s
            "transformers.models.bert.modeling_bert", "sentence_transformers", "sklearn", "faiss", "bm25s",
            # for `paperdag run`: Prefect's flow engine and client (~2.5 s), DVC's repository API (~1 s). Neither
            # starts a thread or writes the environment when imported; Prefect's settings are read again per run
-           "prefect", "prefect.flows", "prefect.tasks", "prefect.task_runners", "prefect.runtime",
+           "prefect", "prefect.main", "prefect.flows", "prefect.tasks", "prefect.task_runners", "prefect.runtime",
            "prefect.client.orchestration", "dvc.repo")
 # environment variables some library reads when it is imported: a client differing in one is not served
 _LOAD_TIME = ("PYTHON", "PAPERDAG_NUMERICS", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "POLARS_", "RAYON_",
