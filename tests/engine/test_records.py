@@ -156,6 +156,20 @@ def test_lineage_reads_the_run_index_and_rebuilds_it_when_mlflow_changed(built_t
     assert gone not in {r["run_id"] for r in runs_by_output(built_toy).get(key, [])}
 
 
+def test_the_drain_that_logs_a_build_leaves_the_run_index_whole(built_toy: Path) -> None:
+    """After `dvc repro` and the drain that logged its runs (the drain that created MLflow's store), the first reader
+    imports no MLflow: the drainer, which had MLflow open, wrote the index (dated by the store it read) and appended
+    the runs it logged after."""
+    from paperdag.engine.records import INDEX
+
+    index, store = built_toy / INDEX, built_toy / "mlflow.db"
+    assert index.exists() and index.stat().st_mtime_ns >= store.stat().st_mtime_ns  # (later runs: appended)
+    code = ("import sys; from pathlib import Path; from paperdag.engine.records import indexed_runs; "
+            "print(len(indexed_runs(Path('.'))), 'mlflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=built_toy, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(len(runs(built_toy))), "False"]  # (the toy project's one experiment)
+
+
 def test_import_runs_copies_a_worktrees_finished_runs_once(tmp_path: Path, monkeypatch) -> None:
     """`paperdag import-runs` (engine/runimport.py): a worktree's finished runs land in the project's store with their
     params, metric history, tags, datasets, artifacts, times and status, the child under its parent's copy; a run

@@ -219,6 +219,10 @@ def drain(root: Path, wait: bool = True) -> int | None:
             shutil.rmtree(d / doc["id"], ignore_errors=True)
             (d / f"{doc['id']}.lock").unlink(missing_ok=True)
             logged += 1
+        if client is not None and _store_mtime(root) is not None and not _index_current(root):
+            # MLflow is open here already: the index is made whole now (the first drain of a repository creates
+            # the store), not by the next reader, which would import MLflow for it (3-5 s)
+            _rebuild_index(root, client)
     return logged
 
 
@@ -337,21 +341,28 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     """Every run MLflow holds, as index entries: from the index when it is current, else rebuilt from MLflow."""
     root = Path(root)
     drain(root)
-    index = root / INDEX
-    changed = _store_mtime(root)
     if _index_current(root):
-        return [json.loads(line) for line in index.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in (root / INDEX).read_text().splitlines() if line.strip()]
     from paperdag.engine.tracking import client
 
-    c = client(root, drain=False)
-    exps = [e.experiment_id for e in c.search_experiments()]
-    found = c.search_runs(exps, max_results=50_000) if exps else []
+    return _rebuild_index(root, client(root, drain=False))
+
+
+def _rebuild_index(root: Path, client: Any) -> list[dict[str, Any]]:
+    """Every run of MLflow's store as index entries, written as the index (atomically) where the store can be
+    checked by a stat; returned either way."""
+    changed = _store_mtime(root)  # before reading: the index is dated by it, so a run logged meanwhile (by
+    # another tool) leaves the index older than the store, to be rebuilt, never current and short of that run
+    exps = [e.experiment_id for e in client.search_experiments()]
+    found = client.search_runs(exps, max_results=50_000) if exps else []
     entries = [index_entry(r.info.run_id, r.info.experiment_id, r.info.status, r.data.tags, r.info.start_time,
                            r.info.end_time) for r in found]
     if changed is not None:
+        index = Path(root) / INDEX
         index.parent.mkdir(parents=True, exist_ok=True)
         tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
         tmp.write_text("".join(json.dumps(e) + "\n" for e in entries))
+        os.utime(tmp, ns=(changed, changed))
         os.replace(tmp, index)
     return entries
 
