@@ -25,6 +25,11 @@ os.environ.pop("MLFLOW_TRACKING_URI", None)
 # dvc.yaml's commands call `paperdag`: as in an activated virtual environment, its bin/ comes first on PATH
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 os.environ.pop("PAPERDAG_ROOT", None)
+# Run records are logged by the drains of the tests' own processes (every reader drains first; the build fixtures
+# drain after each build), not by a detached drainer per repository: ~100 repositories a run, each drainer importing
+# MLflow (~2 CPU-s) where the test worker has it imported once. tests/engine/test_records.py tests the detached
+# drainer itself (PAPERDAG_DRAIN=detached, the default outside the suite).
+os.environ.setdefault("PAPERDAG_DRAIN", "off")
 
 
 def git(repo: Path, *args: str) -> str:

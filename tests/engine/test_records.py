@@ -62,9 +62,10 @@ def test_a_stage_leaves_a_record_that_the_next_reader_logs(built_toy: Path) -> N
     assert arts == {"plots/curve.png"}
 
 
-def test_under_dvc_repro_a_detached_drainer_logs_every_stage(built_toy: Path) -> None:
+def test_under_dvc_repro_a_detached_drainer_logs_every_stage(built_toy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each stage of a `dvc repro` starts a detached drainer (one at a time): soon after, with no reader, every run is
     in MLflow and no record is left; every stage's checkout counts as clean although DVC rewrote dvc.lock."""
+    monkeypatch.setenv(records.DRAIN_ENV, "detached")  # the default (support.py turns it off for the suite)
     set_param(built_toy, "n: 50", "n: 60")
     git(built_toy, "commit", "-qam", "n: 60")
     dvc(built_toy, "repro")
