@@ -250,6 +250,8 @@ def main() -> None:
             # and a `paperdag warm` the user keeps running too: both commands' stages are served by it, and the
             # run itself (Prefect and DVC imported there once)
             with warm_server(repo, Path(tmp) / "warm.sock", {"PREFECT_API_URL": url}) as served:
+                # the empty stage again, served: the client's and the forked child's own costs
+                t_warm_empty = [paperdag(repo, "stage", "empty:nothing", env=served) for _ in range(args.repeats)]
                 t_warm_dvc, t_warm_run = [], []
                 for _ in range(args.repeats):
                     bump()
@@ -272,6 +274,8 @@ def main() -> None:
             "note": "a fresh PREFECT_HOME starts from the migrated template (prefect_server.py); an up-to-date run "
                     "stops the server it started while DVC planned",
         }
+        results["stage"]["empty_stage_served_s"] = statistics.median(t_warm_empty)
+        results["stage"]["empty_served_over_fresh"] = statistics.median(t_warm_empty) / results["stage"]["empty_stage_s"]
         results["server_start"] = server_start_seconds(Path(tmp), args.repeats)
     out = HERE / "results" / "engine.json"
     out.parent.mkdir(exist_ok=True)
@@ -280,6 +284,7 @@ def main() -> None:
     print(f"no-op dvc repro (4 stages)           {results['noop_dvc_repro_s']:.2f} s")
     print(f"empty stage                          {s['empty_stage_s']:.2f} s ({s['empty_over_import_runner_s']:+.2f} s over "
           f"`python -c 'import paperdag.engine.runner'`, {s['import_runner_s']:.2f} s)")
+    print(f"empty stage served by paperdag warm  {s['empty_stage_served_s']:.2f} s ({s['empty_served_over_fresh']:.2f}x the fresh process)")
     print(f"paperdag stage toy:make vs direct    {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s; "
           f"{s['over_import_runner_s']:+.2f} s over the import)")
     print(f"paperdag list / lineage / up-to-date run   {c['list_s']:.2f} / {c['lineage_s']:.2f} / {c['up_to_date_run_s']:.2f} s")

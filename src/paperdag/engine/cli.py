@@ -122,13 +122,19 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         failure_path(root, args.address).unlink(missing_ok=True)
         try:
-            # the libraries read their kernel and thread settings when they load: fix them before anything imports them
-            numerics.ensure(numerics.from_params(load_params(root)), ["stage", args.address])
             from paperdag.engine import warm
 
-            code = warm.delegate(root, ["stage", args.address])  # a warm server's child runs it, when one serves
-            if code is not None:
-                return code
+            argv, n = ["stage", args.address], numerics.from_params(load_params(root))
+            # a warm server's child runs it, when one serves, under the numerics' environment: asked before this
+            # process re-executes itself under that environment (one interpreter start less), and only once
+            if not os.environ.pop(warm.TRIED, None):
+                code = warm.delegate(root, argv, {**os.environ, **numerics.environment(n)})
+                if code is not None:
+                    return code
+                os.environ[warm.TRIED] = "1"
+            # the libraries read their kernel and thread settings when they load: fix them before anything imports them
+            numerics.ensure(n, argv)
+            os.environ.pop(warm.TRIED, None)
             from paperdag.engine.runner import run_stage
 
             run_stage(root, args.address)

@@ -36,6 +36,7 @@ from typing import Any
 
 ENV = "PAPERDAG_WARM"  # the socket's path, or "off"
 SERVED = "PAPERDAG_WARM_SERVED"  # in a served child: "<its pid>:<its client's pid>"
+TRIED = "PAPERDAG_WARM_TRIED"  # set across `paperdag stage`'s re-execution once it asked the server and was not served
 DEFAULT_SOCKET = ".paperdag/warm.sock"
 # imported once by the server: what the stages import and what costs seconds (measured: sentence_transformers
 # 12 CPU-s, transformers' Llama 9 s, torch 3 s). Not polars: it is not fork-safe once its thread pool runs.
@@ -225,17 +226,25 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD) -> None:
         path.unlink(missing_ok=True)
 
 
+# (module name, its __file__) -> whether it is the project's: filled by the server after its imports and inherited
+# by every child, which then resolves only the paths of modules imported since (realpath over ~4,000 preloaded
+# modules took a child ~0.2 s)
+_OWN: dict[tuple[str, str | None], bool] = {}
+
+
 def _project_modules() -> set[str]:
     """Imported modules that are not the interpreter's or the environment's own (the project's code)."""
     homes = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 
-    def own(name: str, file: Any) -> bool:
-        if name == "paperdag" or name.startswith("paperdag."):
-            return True
-        return name not in ("__main__", "__mp_main__") and isinstance(file, str) and os.path.isabs(file) \
-            and not os.path.realpath(file).startswith(homes)
+    def own(name: str, file: str | None) -> bool:
+        if (name, file) not in _OWN:
+            _OWN[name, file] = name == "paperdag" or name.startswith("paperdag.") or (
+                name not in ("__main__", "__mp_main__") and file is not None and os.path.isabs(file)
+                and not os.path.realpath(file).startswith(homes))
+        return _OWN[name, file]
 
-    return {name for name, module in list(sys.modules.items()) if own(name, getattr(module, "__file__", None))}
+    return {name for name, module in list(sys.modules.items())
+            if own(name, file if isinstance(file := getattr(module, "__file__", None), str) else None)}
 
 
 def _accept(listener: socket.socket, sel: selectors.BaseSelector, children: dict[int, socket.socket],
