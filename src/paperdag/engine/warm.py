@@ -46,11 +46,15 @@ PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "s
            # for `paperdag run`: Prefect's flow engine and client (~2.5 s), DVC's repository API (~1 s). Neither
            # starts a thread or writes the environment when imported; Prefect's settings are read again per run
            "prefect", "prefect.main", "prefect.flows", "prefect.tasks", "prefect.task_runners", "prefect.runtime",
-           "prefect.client.orchestration", "dvc.repo")
+           "prefect.client.orchestration", "dvc.repo",
+           # the figures most stage modules import at their top (~0.5 s a stage); not pyplot, which picks its
+           # backend on first use
+           "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
 # environment variables some library reads when it is imported: a client differing in one is not served
 _LOAD_TIME = ("PYTHON", "PAPERDAG_NUMERICS", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "POLARS_", "RAYON_",
               "ATEN_", "ONEDNN_", "DNNL_", "NPY_", "CUDA", "CUBLAS_", "KMP_", "TORCH", "HF_", "TRANSFORMERS_",
-              "SENTENCE_TRANSFORMERS", "TOKENIZERS_", "LD_", "HOME", "XDG_CACHE_HOME", "VIRTUAL_ENV")
+              "SENTENCE_TRANSFORMERS", "TOKENIZERS_", "LD_", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPL",
+              "VIRTUAL_ENV")
 _SET_BY_IMPORTS = ("KMP_INIT_AT_FORK", "KMP_DUPLICATE_LIB_OK")  # sklearn, joblib, torch (where they are set at all)
 _HEADER = 8  # bytes: the request's length, sent with the three file descriptors
 
