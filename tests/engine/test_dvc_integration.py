@@ -119,6 +119,20 @@ def test_sigkill_mid_write_leaves_no_half_written_output(built_toy: Path) -> Non
     assert (model / "weights.txt").read_text() != "" and dvc_md5(model) != before
 
 
+def test_a_stage_clears_only_its_own_temporaries(built_toy: Path) -> None:
+    """left and right write into one directory and may run at once (`paperdag run`, `paperdag verify`): a starting
+    left removes what a killed left left behind, never right's output being written (it did, and right failed)."""
+    out = built_toy / "data" / "toy"
+    theirs = out / f"{TMP_MARK}{os.getpid()}-right.safetensors"
+    theirs_old = out / f"{TMP_MARK}old-{os.getpid()}-right.safetensors"
+    stale = out / f"{TMP_MARK}999999-left.npy"
+    for p in (theirs, theirs_old, stale):
+        p.write_bytes(b"partial")
+    cli(built_toy, "stage", "toy:left")
+    assert theirs.read_bytes() == b"partial" and theirs_old.exists()
+    assert not stale.exists()
+
+
 def test_lineage_walks_to_sources_with_runs(built_toy: Path) -> None:
     """lineage of the metrics file reaches table.parquet (by path or md5 prefix) with stage, md5, params and run ids."""
     graph = json.loads(cli(built_toy, "lineage", "data/toy/metrics.json", "--json").stdout)

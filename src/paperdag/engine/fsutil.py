@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -50,13 +51,17 @@ def atomic_write_text(path: Path, text: str) -> None:
     replace_into_place(tmp, path)
 
 
-def remove_stale_tmp(directory: Path) -> None:
-    """Delete temporaries a killed process left behind (names carry TMP_MARK)."""
-    if not directory.is_dir():
+def remove_stale_tmp(final: Path) -> None:
+    """Delete the temporaries of `final` that a killed process left behind (tmp_sibling's and replace_into_place's
+    names for it). Only `final`'s: a stage running beside this one may be writing its own outputs into the same
+    directory."""
+    final = Path(final)
+    if not final.parent.is_dir():
         return
-    for p in directory.iterdir():
-        if p.name.startswith(TMP_MARK):
-            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+    mine = re.compile(rf"{re.escape(TMP_MARK)}(?:old-)?\d+-{re.escape(final.name)}")
+    for p in final.parent.iterdir():
+        if mine.fullmatch(p.name):
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
 
 
 def file_hash(path: Path, algorithm: str = "md5") -> str:

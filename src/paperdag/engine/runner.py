@@ -151,7 +151,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
         try:
             fn, kwargs, seed = prepare(project, params, stage)
             for a in stage.outputs.values():
-                remove_stale_tmp((root / a.path).parent)
+                remove_stale_tmp(root / a.path)
             dep_md5 = _dep_md5s(root, project, params, stage, record)
             numerics = from_params(params)
             seed_everything(seed, numerics)
@@ -260,7 +260,7 @@ def _write_outputs(root: Path, stage: Stage, result: Any) -> dict[str, str]:
         for tmp, _ in written:
             shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         for a in stage.outputs.values():
-            remove_stale_tmp((root / a.path).parent)
+            remove_stale_tmp(root / a.path)
         raise
     for tmp, final in written:
         replace_into_place(tmp, final)
