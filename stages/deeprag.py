@@ -11,8 +11,8 @@ from pathlib import Path
 import polars as pl
 
 from paperdag.engine import Item
-from paperdag.methods.deeprag.settings import (CalibrateSettings, InferSettings, SearchSettings, SynthesizeSettings, TrainLMSettings,
-                                               TuneSettings)
+from paperdag.methods.deeprag.settings import (CalibrateSettings, ImitateSettings, InferSettings, SearchSettings, SynthesizeSettings,
+                                               TrainLMSettings)
 
 
 def synthesize(params: SynthesizeSettings) -> dict[str, object]:
@@ -94,16 +94,11 @@ def search(params: SearchParams, model: Path, documents: pl.DataFrame, questions
 
 
 @dataclass(frozen=True)
-class TuneParams(TuneSettings):
-    item: Item
-
-
-@dataclass(frozen=True)
 class CalibrateParams(CalibrateSettings):
     item: Item
 
 
-def _tune(params: TuneParams, model: Path, paths: pl.DataFrame, train) -> dict[str, object]:
+def _tune(params: ImitateParams | CalibrateParams, model: Path, paths: pl.DataFrame, train) -> dict[str, object]:
     import torch
 
     from paperdag.lm import TrainConfig, checkpoint_writer, load_causal_lm
@@ -120,11 +115,21 @@ def _tune(params: TuneParams, model: Path, paths: pl.DataFrame, train) -> dict[s
     return {"model": checkpoint_writer(lm, tokenizer), "stats": stats}
 
 
-def imitate(params: TuneParams, model: Path, paths: pl.DataFrame) -> dict[str, object]:
-    """Imitation learning on the minimal-retrieval paths (decision and answer tokens; retrieved text masked)."""
-    from paperdag.methods.deeprag import imitate as fit_imitation, imitation_rows
+@dataclass(frozen=True)
+class ImitateParams(ImitateSettings):
+    item: Item
 
-    out = _tune(params, model, paths, lambda lm, steps, rows, c: fit_imitation(lm, steps, imitation_rows(steps, rows), c, params.batch_size))
+
+def imitate(params: ImitateParams, model: Path, paths: pl.DataFrame, facts: pl.DataFrame, memorised: pl.DataFrame) -> dict[str, object]:
+    """Imitation learning on the minimal-retrieval paths (decision and answer tokens; retrieved text masked), with
+    the base LM's memorised facts rehearsed among them when params.rehearse."""
+    from paperdag.methods.deeprag import fact_dict, imitate as fit_imitation, imitation_rows, memorised_set, rehearsal_rows
+
+    def train(lm, steps, rows, config):
+        rehearsed = rehearsal_rows(steps, fact_dict(facts), memorised_set(memorised)) if params.rehearse else []
+        return fit_imitation(lm, steps, imitation_rows(steps, rows) + rehearsed, config, params.batch_size)
+
+    out = _tune(params, model, paths, train)
     return {"imitation_model": out["model"], "imitate_stats": out["stats"]}
 
 

@@ -41,3 +41,21 @@ def test_decision_pairs() -> None:
     chosen, rejected = decision_pairs(steps, ["Who is the mentor of Bralimo?"] * 2, ["P", "R"])
     assert [c[1] for c in chosen] == [[steps.par], [steps.ret]] and [r[1] for r in rejected] == [[steps.ret], [steps.par]]
     assert chosen[0][0] == rejected[0][0] == steps.encode(["Who is the mentor of Bralimo?"])[0]
+
+
+def test_rehearsal_rows_teach_the_answer_not_the_decision() -> None:
+    """One row per memorised fact, `q_t <par> a_t <eos>`: the loss on the answer and eos only; <par> is input, so
+    rehearsing the memorised facts (some of them test people's) teaches no retrieval decision."""
+    from paperdag.methods.deeprag.training import rehearsal_rows
+    from paperdag.methods.deeprag.world import subquery
+
+    steps = _steps()
+    facts = {("Bralimo", "mentor"): "Kestra", ("Kestra", "mentor"): "Bralimo"}
+    rows = rehearsal_rows(steps, facts, {("Bralimo", "mentor")})
+    assert len(rows) == 1
+    ids, labels = rows[0]
+    q = steps.encode([subquery("mentor", "Bralimo")])[0]
+    tail = steps.encode([" Kestra"])[0] + [steps.eos]
+    assert ids == [*q, steps.par, *tail]
+    assert labels == [IGNORE] * (len(q) + 1) + tail
+    assert steps.par not in [label for label in labels if label != IGNORE] and steps.ret not in ids

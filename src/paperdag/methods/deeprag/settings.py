@@ -53,6 +53,11 @@ class TuneSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ImitateSettings(TuneSettings):
+    rehearse: bool  # rehearse the base LM's memorised facts closed-book among the path steps (answer in the loss only)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CalibrateSettings(TuneSettings):
     beta: PositiveFloat  # DPO temperature (paper: 0.4)
 

@@ -87,6 +87,15 @@ def imitation_rows(steps: Steps, path_steps: Sequence[dict]) -> list[tuple[list[
     return [labelled(steps.segments(s["subquery"], s["decision"], s["context"], s["answer"])) for s in path_steps]
 
 
+def rehearsal_rows(steps: Steps, facts: dict[tuple[str, str], str], memorised: set[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    """(ids, labels) of every memorised fact asked closed-book, `q_t <par> a_t` as train_lm taught it, the loss on the
+    answer and eos only: rehearsed among the path steps, they keep a tiny LM from forgetting what imitation does not
+    revisit (the facts of people no training question asks about), and teach no decision (<par> is input, not
+    target)."""
+    return [labelled([(p, False), (t, True)])
+            for p, t in (steps.answer_example(subquery(r, e), PARAMETRIC, "", facts[(e, r)]) for e, r in sorted(memorised))]
+
+
 def imitate(model: PreTrainedModel, steps: Steps, rows: Sequence[tuple[list[int], list[int]]], config: TrainConfig,
             batch_size: int) -> TrainingReport:
     """Imitation learning: next-token cross-entropy on the labelled tokens (decision, answer) of path steps."""
