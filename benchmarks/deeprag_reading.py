@@ -364,12 +364,11 @@ def run_imitate(args: argparse.Namespace) -> None:
 
     from paperdag.lm import TrainConfig, load_causal_lm
     from paperdag.methods.deeprag import (
-        PARAMETRIC,
         Steps,
         imitate,
         imitation_rows,
-        labelled,
         memorised_set,
+        rehearsal_rows,
     )
 
     torch.set_num_threads(1)
@@ -385,8 +384,7 @@ def run_imitate(args: argparse.Namespace) -> None:
                 lm, tokenizer = load_causal_lm(data / "lm" / paths.stem)
                 steps = Steps(tokenizer)
                 config = TrainConfig(steps=n, lr=lr, warmup_steps=min(n // 2, stage["warmup_steps"]), weight_decay=0.0, seed=0)
-                replay = [labelled([(p, False), (t, True)]) for p, t in (
-                    steps.answer_example(subquery(r, e), PARAMETRIC, "", fd[(e, r)]) for e, r in sorted(known))] if args.replay else []
+                replay = rehearsal_rows(steps, fd, known) if args.replay else []
                 report = imitate(lm, steps, imitation_rows(steps, rows) + replay, config, stage["batch_size"])
                 cells = walk_cells(lm, steps, retriever, asked, fd, known)
                 print(f"  replicate {paths.stem} lr {lr:g} steps {n:4d} loss {report.final():.3f}   " + "   ".join(cells), flush=True)
