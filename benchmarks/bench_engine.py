@@ -8,7 +8,8 @@
   from the first start to the last end of the two stages' MLflow runs (same machine, same run of this script);
 - Prefect start-up: one stale stage rerun by `paperdag run` (temporary Prefect server, flow, dvc commit) minus
   the same rerun by `dvc repro`, with a reused and a fresh PREFECT_HOME; on a running `prefect server start`; and
-  on that server with a running `paperdag warm` serving both commands (paperdag.engine.warm).
+  on that server with a running `paperdag warm` serving both commands (paperdag.engine.warm); and with a running
+  `paperdag warm` alone, whose own Prefect server the run uses.
 
 Usage: .venv/bin/python benchmarks/bench_engine.py [--work-seconds 15]; writes benchmarks/results/engine.json.
 """
@@ -31,6 +32,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TOY = REPO / "tests" / "resources" / "toy"
+
+
+# a flow of one task that does nothing, run as `paperdag run` runs its flow (no result persistence, quiet logs)
+EMPTY_FLOW = """
+from prefect import flow, task
+@task(persist_result=False)
+def nothing(): return 1
+@flow(persist_result=False)
+def empty(): return nothing.submit().result()
+empty()
+"""
+PREFECT_QUIET = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                 "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false"}
 
 
 def sh(cwd: Path, *cmd: str, env: dict[str, str] | None = None) -> float:
@@ -261,6 +275,9 @@ def main() -> None:
             for _ in range(args.repeats):
                 bump()
                 t_external.append(paperdag(repo, "run", "toy", env={"PREFECT_API_URL": url}))
+            # the least any Prefect flow costs a fresh process: one task that does nothing, on that server
+            quiet = {"PREFECT_API_URL": url, "PREFECT_HOME": str(Path(tmp) / "server-home"), **PREFECT_QUIET}
+            t_floor = [sh(repo, sys.executable, "-c", EMPTY_FLOW, env=quiet) for _ in range(args.repeats)]
             # and a `paperdag warm` the user keeps running too: both commands' stages are served by it, and the
             # run itself (Prefect and DVC imported there once)
             with warm_server(repo, Path(tmp) / "warm.sock", {"PREFECT_API_URL": url}) as served:
@@ -272,6 +289,14 @@ def main() -> None:
                     t_warm_dvc.append(sh(repo, sys.executable, "-m", "dvc", "repro", env=served))
                     bump()
                     t_warm_run.append(paperdag(repo, "run", "toy", env=served))
+        # `paperdag warm` alone: it starts the Prefect server every run on its PREFECT_HOME uses (prefect_server.py)
+        with warm_server(repo, Path(tmp) / "warm-alone.sock", env) as served:
+            t_alone_dvc, t_alone_run = [], []
+            for _ in range(args.repeats):
+                bump()
+                t_alone_dvc.append(sh(repo, sys.executable, "-m", "dvc", "repro", env=served))
+                bump()
+                t_alone_run.append(paperdag(repo, "run", "toy", env=served))
         results["prefect_startup"] = {
             "one_stage_dvc_repro_s": statistics.median(t_dvc),
             "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),
@@ -285,6 +310,11 @@ def main() -> None:
             "one_stage_dvc_repro_warm_s": statistics.median(t_warm_dvc),
             "one_stage_paperdag_run_warm_s": statistics.median(t_warm_run),
             "ratio_warm_over_dvc_repro_warm": statistics.median(t_warm_run) / statistics.median(t_warm_dvc),
+            "empty_prefect_flow_s": statistics.median(t_floor),
+            "ratio_empty_prefect_flow_over_dvc_repro": statistics.median(t_floor) / statistics.median(t_dvc),
+            "one_stage_dvc_repro_warm_alone_s": statistics.median(t_alone_dvc),
+            "one_stage_paperdag_run_warm_alone_s": statistics.median(t_alone_run),
+            "ratio_warm_alone": statistics.median(t_alone_run) / statistics.median(t_alone_dvc),
             "note": "a fresh PREFECT_HOME starts from the migrated template (prefect_server.py); an up-to-date run "
                     "stops the server it started while DVC planned",
         }
@@ -299,7 +329,8 @@ def main() -> None:
     print(f"empty stage                          {s['empty_stage_s']:.2f} s ({s['empty_over_import_runner_s']:+.2f} s over "
           f"`python -c 'import paperdag.engine.runner'`, {s['import_runner_s']:.2f} s)")
     print(f"empty stage served by paperdag warm  {s['empty_stage_served_s']:.2f} s ({s['empty_served_over_fresh']:.2f}x the fresh process)")
-    print(f"paperdag stage toy:make vs direct    {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s (overhead {s['overhead_s']:.2f} s; "
+    print(f"paperdag stage toy:make vs direct    {s['paperdag_stage_s']:.2f} s vs {s['direct_call_s']:.3f} s "
+          f"(overhead {s['overhead_s']:.2f} s; "
           f"{s['over_import_runner_s']:+.2f} s over the import)")
     print(f"paperdag list / lineage / up-to-date run   {c['list_s']:.2f} / {c['lineage_s']:.2f} / {c['up_to_date_run_s']:.2f} s")
     print(f"Prefect server to healthy            template {v['template_s']:.1f} s (the server checking it itself "
@@ -313,6 +344,11 @@ def main() -> None:
           f"{f['one_stage_paperdag_run_external_server_s']:.1f} s = {f['ratio_external_server_over_dvc_repro']:.2f}x dvc repro")
     print(f"one-stage change with that server and a `paperdag warm` serving both: dvc repro {f['one_stage_dvc_repro_warm_s']:.1f} s, "
           f"paperdag run {f['one_stage_paperdag_run_warm_s']:.1f} s = {f['ratio_warm_over_dvc_repro_warm']:.2f}x")
+    print(f"an empty one-task Prefect flow in a fresh process, on that server: {f['empty_prefect_flow_s']:.1f} s = "
+          f"{f['ratio_empty_prefect_flow_over_dvc_repro']:.2f}x the one-stage dvc repro (Prefect's own floor)")
+    print(f"one-stage change with a `paperdag warm` alone (its own Prefect server): dvc repro "
+          f"{f['one_stage_dvc_repro_warm_alone_s']:.1f} s, paperdag run {f['one_stage_paperdag_run_warm_alone_s']:.1f} s = "
+          f"{f['ratio_warm_alone']:.2f}x")
     print(f"wrote {out.relative_to(REPO)}")
 
 

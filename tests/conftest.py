@@ -57,7 +57,8 @@ def warm_stage_server(tmp_path_factory: pytest.TempPathFactory):
         return
     path = tmp_path_factory.getbasetemp() / "warm.sock"
     log = open(path.with_suffix(".log"), "w")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200"],
+    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200",
+                             "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
                             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 180
     while not path.exists() and proc.poll() is None and time.monotonic() < deadline:

@@ -48,7 +48,7 @@ def server(toy: Path, tmp_path: Path):
     path, log = tmp_path / "w.sock", tmp_path / "warm.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "600",
-                                 "--preload", "numpy"], cwd=toy, stdout=out, stderr=subprocess.STDOUT,
+                                 "--preload", "numpy", "--no-prefect"], cwd=toy, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
     assert proc.poll() is None, log.read_text()
@@ -188,3 +188,44 @@ def test_the_suites_own_server_serves_the_suites_stages(toy: Path, warm_stage_se
     dvc(toy, "repro", "toy-make")
     new = log.read_text()[len(before):]
     assert "paperdag stage toy:make in" in new and "refused" not in new, new
+
+
+def test_a_run_uses_the_prefect_server_of_a_running_warm_and_starts_none(toy: Path, tmp_path: Path) -> None:
+    """`paperdag warm` starts a Prefect server beside its imports and publishes it in PREFECT_HOME: a `paperdag run`
+    on that home (served by the warm process or not) records its flow run there and starts no temporary server of
+    its own. When warm stops, the server stops and the publication goes; a publication whose process is gone is
+    ignored (the run starts its temporary server, as without warm)."""
+    import urllib.request
+
+    from paperdag.engine import prefect_server
+
+    home, path = tmp_path / "prefect-home", tmp_path / "w.sock"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(home)}
+    with open(tmp_path / "warm.log", "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "600",
+                                 "--preload", "numpy"], cwd=toy, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
+        assert proc.poll() is None, (tmp_path / "warm.log").read_text()
+        url = prefect_server.published_server(home)
+        assert url, (tmp_path / "warm.log").read_text()
+        for served_by_warm in ("", "off"):  # a run forked from warm, and one in its own process
+            r = subprocess.run([sys.executable, "-m", "paperdag", "run", "toy"], cwd=toy, capture_output=True,
+                               text=True, env={**env, warm.ENV: served_by_warm or str(path)}, timeout=600)
+            assert r.returncode == 0, r.stderr
+            assert not (home / "server.log").exists(), "no temporary server of its own"
+            (toy / "params.yaml").write_text((toy / "params.yaml").read_text().replace("scale: 2.0", "scale: 3.0"))
+        req = urllib.request.Request(f"{url}/flow_runs/filter", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            runs = json.load(resp)
+        assert sorted(r["state"]["type"] for r in runs if r["name"]) == ["COMPLETED", "COMPLETED"]
+        server_pid = json.loads((home / prefect_server.PUBLISHED).read_text())["pid"]
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert not (home / prefect_server.PUBLISHED).exists() and prefect_server.published_server(home) is None
+    wait_for(lambda: _zombie(server_pid), "the Prefect server to stop with warm", 30)
+    (home / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": server_pid}))
+    assert prefect_server.published_server(home) is None, "a publication whose server is gone is ignored"

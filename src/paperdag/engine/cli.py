@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -32,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     w = sub.add_parser("warm", help="serve stages from a process that has imported torch & co. once (blocks; opt-in)")
     w.add_argument("--socket", type=Path, help="the Unix socket (default: $PAPERDAG_WARM, else <root>/.paperdag/warm.sock)")
     w.add_argument("--idle", type=float, default=900, help="exit after this many seconds with no stage (default 900)")
+    w.add_argument("--no-prefect", action="store_true",
+                   help="start no Prefect server (default: one, used by every `paperdag run` on this PREFECT_HOME "
+                        "while this lives, unless PREFECT_API_URL names one)")
     w.add_argument("--preload", help="comma-separated modules to import once (default: torch, transformers, "
                                      "sentence_transformers and the other heavy ones, paperdag.engine.warm.PRELOAD)")
     run = sub.add_parser("run", help="run a pipeline's stale stages as a Prefect flow")
@@ -152,11 +156,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         from paperdag.engine.params import load_params
 
         argv = ["warm", "--idle", str(args.idle)] + (["--socket", str(args.socket)] if args.socket else []) \
-            + (["--preload", args.preload] if args.preload is not None else [])
+            + (["--preload", args.preload] if args.preload is not None else []) + (["--no-prefect"] if args.no_prefect else [])
         numerics.ensure(numerics.from_params(load_params(root)), argv)  # the stages' numerics: part of the key
         path = args.socket or warm.socket_path(root) or root / warm.DEFAULT_SOCKET
         preload = warm.PRELOAD if args.preload is None else tuple(m for m in args.preload.split(",") if m)
-        warm.serve(path.resolve(), args.idle, preload)
+        # and the Prefect server every `paperdag run` on this PREFECT_HOME uses while this lives (unless the user
+        # points PREFECT_API_URL at one), started beside the imports
+        from paperdag.engine import prefect_server
+        from paperdag.engine.settings import prefect_defaults
+
+        prefect_defaults(root)
+        own = not os.environ.get("PREFECT_API_URL") and not args.no_prefect
+        with prefect_server.lasting_server(Path(os.environ["PREFECT_HOME"])) if own else contextlib.nullcontext() as ready:
+
+            def announce() -> None:
+                if ready is not None:
+                    print(f"paperdag warm: Prefect server {ready()} (PREFECT_HOME {os.environ['PREFECT_HOME']})",
+                          flush=True)
+
+            warm.serve(path.resolve(), args.idle, preload, before_listen=announce)
         return 0
     if args.command == "run":
         from paperdag.engine import numerics, warm

@@ -13,8 +13,10 @@ same server (uvicorn on Prefect's app factory, as Prefect's SubprocessASGIServer
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -33,6 +35,7 @@ from typing import IO
 from paperdag.engine.errors import PaperdagError
 
 _PR_SET_PDEATHSIG = 1
+PUBLISHED = "paperdag-server.json"  # in PREFECT_HOME: the URL and pid of a `paperdag warm`'s lasting server
 
 
 def die_with_parent() -> None:
@@ -156,16 +159,9 @@ def running_server(home: Path) -> Iterator[str]:
             stop(proc)
 
 
-@contextmanager
-def temporary_server() -> Iterator[Callable[[], None]]:
-    """For the block's length, PREFECT_API_URL points at a temporary server (unless it was set already).
-
-    Start this before importing Prefect (its settings are read at import) and call the yielded `ready()` before the
-    first flow: the server starts while the caller imports Prefect and plans."""
-    if os.environ.get("PREFECT_API_URL"):
-        yield lambda: None
-        return
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+def _database_env(home: Path) -> dict[str, str]:
+    """The environment of a server on `home`'s database: a copy of the template when there is none, and a database
+    at the template's migration told to skip migrating and registering."""
     home.mkdir(parents=True, exist_ok=True)
     db = home / "prefect.db"
     env = dict(os.environ)
@@ -179,6 +175,87 @@ def temporary_server() -> Iterator[Callable[[], None]]:
                 env.update(PREFECT_API_DATABASE_MIGRATE_ON_START="false", PREFECT_API_BLOCKS_REGISTER_ON_START="false")
         except (OSError, PaperdagError) as e:  # Prefect migrates a fresh database itself: slower, not wrong
             print(f"[paperdag] no Prefect database template ({e}); the server migrates its own", file=sys.stderr)
+    return env
+
+
+def _home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+
+
+@contextmanager
+def _api(updates: dict[str, str]) -> Iterator[None]:
+    """os.environ with `updates` for the block's length, restored after."""
+    saved = {k: os.environ.get(k) for k in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+@contextmanager
+def lasting_server(home: Path) -> Iterator[Callable[[], str]]:
+    """The Prefect server of `paperdag warm`, for the block's length: started at once (from the template, a child
+    that dies with this process); the yielded `ready()` waits until it is healthy and publishes its URL in `home`,
+    where every `paperdag run` on this PREFECT_HOME finds it (`temporary_server`) instead of starting its own.
+    Unpublished and stopped when the block ends."""
+    env = _database_env(home)
+    log = open(home / "warm-server.log", "w")  # noqa: SIM115 (the server process writes it while it lives)
+    proc, url = _start(env, log)
+    marker = home / PUBLISHED
+
+    def ready() -> str:
+        log.flush()
+        wait_healthy(url, proc, 120, home / "warm-server.log")
+        from paperdag.engine.fsutil import atomic_write_text
+
+        atomic_write_text(marker, json.dumps({"url": url, "pid": proc.pid}) + "\n")
+        return url
+
+    try:
+        yield ready
+    finally:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            if json.loads(marker.read_text())["pid"] == proc.pid:  # ours, not a later server's
+                marker.unlink()
+        stop(proc)
+        log.close()
+
+
+def published_server(home: Path) -> str | None:
+    """The API URL of the lasting server published in `home` (a running `paperdag warm`'s), or None: none published,
+    its process gone, or it does not answer its health check."""
+    try:
+        doc = json.loads((home / PUBLISHED).read_text())
+        pid, url = int(doc["pid"]), str(doc["url"])
+        os.kill(pid, 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+            return url if r.status == 200 else None
+    except OSError:
+        return None
+
+
+@contextmanager
+def temporary_server() -> Iterator[Callable[[], None]]:
+    """For the block's length, PREFECT_API_URL points at a temporary server (unless it was set already, or a
+    `paperdag warm` serves a Prefect server for this PREFECT_HOME: then at that one).
+
+    Start this before importing Prefect (its settings are read at import) and call the yielded `ready()` before the
+    first flow: the server starts while the caller imports Prefect and plans."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield lambda: None
+        return
+    home = _home()
+    lasting = published_server(home)
+    if lasting:
+        with _api({"PREFECT_API_URL": lasting}):
+            yield lambda: None
+        return
+    env = _database_env(home)
     log = open(home / "server.log", "w")  # noqa: SIM115 (the server process writes it while it lives)
     proc, url = _start(env, log)
 
@@ -188,16 +265,12 @@ def temporary_server() -> Iterator[Callable[[], None]]:
                      home / "server.log")
 
     # a temporary server's logs die with it, and a log batch flushed after it stopped would print a connection error
-    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_LOGGING_TO_API_ENABLED")}
-    os.environ.update(PREFECT_API_URL=url, PREFECT_LOGGING_TO_API_ENABLED="false")
     try:
-        yield ready
+        with _api({"PREFECT_API_URL": url, "PREFECT_LOGGING_TO_API_ENABLED": "false"}):
+            yield ready
     finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
         stop(proc)
         log.close()
-
 
 if __name__ == "__main__":
     print(build_template())

@@ -31,6 +31,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,9 +155,11 @@ def _read(reader: Any) -> dict[str, Any] | None:
 
 # --- server -----------------------------------------------------------------------------------------------------
 
-def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD) -> None:
-    """Import `preload`, then serve stage requests on the Unix socket `path` until `idle` seconds pass with no stage
-    running or asked for (or SIGTERM / SIGINT). Children still running at shutdown are terminated."""
+def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
+          before_listen: Callable[[], object] | None = None) -> None:
+    """Import `preload`, call `before_listen` (the Prefect server started beside the imports: wait until it is
+    healthy), then serve stage requests on the Unix socket `path` until `idle` seconds pass with no stage running or
+    asked for (or SIGTERM / SIGINT). Children still running at shutdown are terminated."""
     import importlib
 
     start = time.perf_counter()
@@ -175,6 +178,8 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD) -> None:
     # and those the imports set where this process already had them (started from a process that had imported them)
     set_by_imports.update({k: os.environ[k] for k in _SET_BY_IMPORTS if k in os.environ})
     my_key = key(env_before, set_by_imports)
+    if before_listen is not None:
+        before_listen()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
