@@ -81,7 +81,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sock = Path(tmp) / "warm.sock"
         t = time.perf_counter()
-        server = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(sock), "--idle", "3600"],
+        server = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(sock), "--idle", "3600",
+                                   "--no-prefect"],
                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         while not sock.exists():
             if server.poll() is not None:

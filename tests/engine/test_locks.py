@@ -159,7 +159,8 @@ def warm_server(built_toy: Path, tmp_path: Path):
     env["PREFECT_HOME"] = str(tmp_path / "server-side-prefect-home")
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "600",
-                                 "--preload", "prefect,prefect.flows,prefect.client.orchestration,dvc.repo"],
+                                 "--preload", "prefect,prefect.flows,prefect.client.orchestration,dvc.repo",
+                                 "--no-prefect"],  # its own Prefect server: tests/engine/test_warm.py
                                 cwd=built_toy, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
     assert proc.poll() is None, log.read_text()

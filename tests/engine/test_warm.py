@@ -215,6 +215,8 @@ def test_a_run_uses_the_prefect_server_of_a_running_warm_and_starts_none(toy: Pa
                                text=True, env={**env, warm.ENV: served_by_warm or str(path)}, timeout=600)
             assert r.returncode == 0, r.stderr
             assert not (home / "server.log").exists(), "no temporary server of its own"
+            # Prefect's logging as configured (PREFECT_LOGGING_LEVEL=WARNING): no INFO lines about its runs
+            assert "Finished in state" not in r.stderr and "Created flow run" not in r.stderr, r.stderr
             (toy / "params.yaml").write_text((toy / "params.yaml").read_text().replace("scale: 2.0", "scale: 3.0"))
         req = urllib.request.Request(f"{url}/flow_runs/filter", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json"})

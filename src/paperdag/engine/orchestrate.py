@@ -34,12 +34,20 @@ def quiet_prefect() -> None:
 def _settings_from_environment() -> None:
     """Prefect reads its settings (PREFECT_HOME, PREFECT_API_URL, ...) and its logging configuration when it is
     imported. A process that had imported it before this run set them (a warm server's child: warm.py) reads them
-    again, through the refresh Prefect provides for environment changes."""
+    again, through the refresh Prefect provides for environment changes; its logging configuration too (~0.3 s),
+    unless every Prefect setting in the environment but the API's URL is what it was at the import."""
     import prefect.context
     from prefect.logging.configuration import setup_logging
 
+    from paperdag.engine import warm
+
     prefect.context.refresh_global_settings_context()
-    setup_logging()
+
+    def settings(env: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in env.items() if k.startswith("PREFECT_") and k != "PREFECT_API_URL"}
+
+    if warm.IMPORT_ENV is None or settings(dict(os.environ)) != settings(warm.IMPORT_ENV):
+        setup_logging()
 
 
 def _no_heartbeats() -> contextlib.AbstractContextManager[object]:

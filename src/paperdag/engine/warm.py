@@ -48,9 +48,14 @@ PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "s
            # starts a thread or writes the environment when imported; Prefect's settings are read again per run
            "prefect", "prefect.main", "prefect.flows", "prefect.tasks", "prefect.task_runners", "prefect.runtime",
            "prefect.client.orchestration", "dvc.repo",
+           # what Prefect imports on a process's first flow run (its parameters' encoder: ~0.15 s)
+           "fastapi.encoders",
            # the figures most stage modules import at their top (~0.5 s a stage); not pyplot, which picks its
            # backend on first use
            "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
+# the environment this process imported `preload` under (serve() sets it; a served child inherits it): a served
+# `paperdag run` keeps the logging configuration Prefect made from it where its own Prefect settings are the same
+IMPORT_ENV: dict[str, str] | None = None
 # environment variables some library reads when it is imported: a client differing in one is not served
 _LOAD_TIME = ("PYTHON", "PAPERDAG_NUMERICS", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "POLARS_", "RAYON_",
               "ATEN_", "ONEDNN_", "DNNL_", "NPY_", "CUDA", "CUBLAS_", "KMP_", "TORCH", "HF_", "TRANSFORMERS_",
@@ -162,8 +167,9 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
     asked for (or SIGTERM / SIGINT). Children still running at shutdown are terminated."""
     import importlib
 
+    global IMPORT_ENV
     start = time.perf_counter()
-    env_before = dict(os.environ)
+    env_before = IMPORT_ENV = dict(os.environ)
     before = _project_modules()  # this module and what the command line imported to start it
     for name in preload:
         try:
