@@ -224,6 +224,13 @@ def test_a_run_uses_the_prefect_server_of_a_running_warm_and_starts_none(toy: Pa
             runs = json.load(resp)
         assert sorted(r["state"]["type"] for r in runs if r["name"]) == ["COMPLETED", "COMPLETED"]
         server_pid = json.loads((home / prefect_server.PUBLISHED).read_text())["pid"]
+        # a publication is believed only for the process it names, which must be the server on its port
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        for n, pid in (("dead", gone.pid), ("other", os.getpid())):
+            (tmp_path / n).mkdir()
+            (tmp_path / n / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": pid}))
+            assert prefect_server.published_server(tmp_path / n) is None, n
     finally:
         proc.terminate()
         proc.wait(60)
@@ -231,3 +238,61 @@ def test_a_run_uses_the_prefect_server_of_a_running_warm_and_starts_none(toy: Pa
     wait_for(lambda: _zombie(server_pid), "the Prefect server to stop with warm", 30)
     (home / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": server_pid}))
     assert prefect_server.published_server(home) is None, "a publication whose server is gone is ignored"
+
+
+def test_warm_keeps_its_prefect_server_while_a_run_uses_it(toy: Path, tmp_path: Path) -> None:
+    """A warm whose idle time is up does not stop the Prefect server a run (of another process: not one of its
+    children) still uses; once the run lets go it retires it: unpublished, stopped, and warm exits."""
+    from paperdag.engine import prefect_server
+
+    home, path = tmp_path / "prefect-home", tmp_path / "w.sock"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "1",
+                             "--preload", ""], cwd=toy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        with prefect_server._lease(home, exclusive=False):  # what a `paperdag run` on the server holds
+            wait_for(lambda: prefect_server.published_server(home) is not None or proc.poll() is not None,
+                     "warm's Prefect server")
+            time.sleep(1 + 2 * warm.RECHECK_S)  # idle for longer than --idle, asked again twice
+            assert proc.poll() is None and prefect_server.published_server(home), "retired under a run"
+        wait_for(lambda: proc.poll() is not None, "warm to exit once the run let go", 60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and not (home / prefect_server.PUBLISHED).exists()
+
+
+def test_a_served_child_carries_what_the_server_learnt_at_its_imports() -> None:
+    """A served child imports the project's code afresh, this module included; what the server learnt when it
+    imported Prefect (its logging configuration's inputs) reaches the fresh copy, or every served run would make
+    its logging configuration again."""
+    code = """
+from paperdag.engine import warm
+warm.PREFECT_LOGGING = "the server's"
+old = warm
+warm.fresh_project_code()
+import paperdag.engine.warm as fresh
+assert fresh is not old and fresh.PREFECT_LOGGING == "the server's", fresh.PREFECT_LOGGING
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_prefect_logging_inputs_see_a_logging_setting_and_not_the_api_url(tmp_path: Path) -> None:
+    code = """
+import os
+import prefect.context
+from paperdag.engine.settings import prefect_logging_inputs
+def now():
+    prefect.context.refresh_global_settings_context()
+    return prefect_logging_inputs()
+base = now()
+os.environ["PREFECT_API_URL"] = "http://127.0.0.1:9/api"
+assert now() == base, "the API's URL is not a logging input"
+os.environ["PREFECT_LOGGING_LEVEL"] = "DEBUG"
+assert now() != base, "the level is"
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")} | {"PREFECT_HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr

@@ -166,15 +166,20 @@ def _dispatch(args: argparse.Namespace) -> int:
         from paperdag.engine.settings import prefect_defaults
 
         prefect_defaults(root)
-        own = not os.environ.get("PREFECT_API_URL") and not args.no_prefect
-        with prefect_server.lasting_server(Path(os.environ["PREFECT_HOME"])) if own else contextlib.nullcontext() as ready:
+        home = Path(os.environ["PREFECT_HOME"])
+        other = None if os.environ.get("PREFECT_API_URL") or args.no_prefect else prefect_server.published_server(home)
+        if other:  # another warm's: one server per database
+            print(f"paperdag warm: the runs on PREFECT_HOME {home} use the Prefect server at {other} (another "
+                  "`paperdag warm`'s)", flush=True)
+        own = not (os.environ.get("PREFECT_API_URL") or args.no_prefect or other)
+        with prefect_server.lasting_server(home) if own else contextlib.nullcontext() as server:
 
             def announce() -> None:
-                if ready is not None:
-                    print(f"paperdag warm: Prefect server {ready()} (PREFECT_HOME {os.environ['PREFECT_HOME']})",
-                          flush=True)
+                if server is not None:
+                    print(f"paperdag warm: Prefect server {server.ready()} (PREFECT_HOME {home})", flush=True)
 
-            warm.serve(path.resolve(), args.idle, preload, before_listen=announce)
+            warm.serve(path.resolve(), args.idle, preload, before_listen=announce,
+                       may_exit=server.retire if server is not None else None)
         return 0
     if args.command == "run":
         from paperdag.engine import numerics, warm

@@ -35,19 +35,26 @@ def _settings_from_environment() -> None:
     """Prefect reads its settings (PREFECT_HOME, PREFECT_API_URL, ...) and its logging configuration when it is
     imported. A process that had imported it before this run set them (a warm server's child: warm.py) reads them
     again, through the refresh Prefect provides for environment changes; its logging configuration too (~0.3 s),
-    unless every Prefect setting in the environment but the API's URL is what it was at the import."""
+    unless what it is made from is what it was at the import (settings.prefect_logging_inputs)."""
     import prefect.context
     from prefect.logging.configuration import setup_logging
 
     from paperdag.engine import warm
+    from paperdag.engine.settings import prefect_logging_inputs
 
     prefect.context.refresh_global_settings_context()
-
-    def settings(env: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in env.items() if k.startswith("PREFECT_") and k != "PREFECT_API_URL"}
-
-    if warm.IMPORT_ENV is None or settings(dict(os.environ)) != settings(warm.IMPORT_ENV):
+    if warm.PREFECT_LOGGING is None or prefect_logging_inputs() != warm.PREFECT_LOGGING:
         setup_logging()
+
+
+def _deliver_logs_and_events() -> None:
+    """Prefect's log and event workers send their last batches when the interpreter exits; a run served by a warm
+    server ends with os._exit, and a temporary server stops before the exit: both would lose them."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=5)
 
 
 def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
@@ -98,6 +105,7 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
             ready()
             with contextlib.nullcontext() if beats else _no_heartbeats():
                 state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
+            _deliver_logs_and_events()
         if state.is_failed():
             raise StageError(state.message or f"{pipeline}: the flow failed")
         return state.result()

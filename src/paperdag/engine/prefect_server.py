@@ -36,6 +36,7 @@ from paperdag.engine.errors import PaperdagError
 
 _PR_SET_PDEATHSIG = 1
 PUBLISHED = "paperdag-server.json"  # in PREFECT_HOME: the URL and pid of a `paperdag warm`'s lasting server
+LEASE = "paperdag-server.lock"  # in PREFECT_HOME: shared by each run on the lasting server, exclusive to retire it
 
 
 def die_with_parent() -> None:
@@ -195,45 +196,89 @@ def _api(updates: dict[str, str]) -> Iterator[None]:
 
 
 @contextmanager
-def lasting_server(home: Path) -> Iterator[Callable[[], str]]:
+def _lease(home: Path, exclusive: bool) -> Iterator[bool]:
+    """An flock on `home`'s lease file for the block: shared (a run on the lasting server; waits for a retiring
+    warm, which holds it exclusively for a moment) or exclusive (warm retiring its server; never waits). Yields
+    whether it is held."""
+    import fcntl
+
+    home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home / LEASE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+class LastingServer:
+    """The Prefect server of `paperdag warm` (`lasting_server`)."""
+
+    def __init__(self, home: Path, proc: subprocess.Popen, url: str, log: IO[str]) -> None:
+        self.home, self.proc, self.url, self.log = home, proc, url, log
+
+    def ready(self) -> str:
+        """Wait until the server is healthy, then publish it in PREFECT_HOME; return its URL."""
+        self.log.flush()
+        wait_healthy(self.url, self.proc, 120, self.home / "warm-server.log")
+        from paperdag.engine.fsutil import atomic_write_text
+
+        atomic_write_text(self.home / PUBLISHED, json.dumps({"url": self.url, "pid": self.proc.pid}) + "\n")
+        return self.url
+
+    def retire(self) -> bool:
+        """Unpublish the server unless a run uses it (holds the lease): then False, and it stays published. A run
+        that looks for it afterwards starts its own temporary server."""
+        with _lease(self.home, exclusive=True) as free:
+            if free:
+                self.unpublish()
+            return free
+
+    def unpublish(self) -> None:
+        marker = self.home / PUBLISHED
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            if json.loads(marker.read_text())["pid"] == self.proc.pid:  # ours, not another warm's
+                marker.unlink()
+
+
+@contextmanager
+def lasting_server(home: Path) -> Iterator[LastingServer]:
     """The Prefect server of `paperdag warm`, for the block's length: started at once (from the template, a child
-    that dies with this process); the yielded `ready()` waits until it is healthy and publishes its URL in `home`,
-    where every `paperdag run` on this PREFECT_HOME finds it (`temporary_server`) instead of starting its own.
-    Unpublished and stopped when the block ends."""
+    that dies with this process); `ready()` waits until it is healthy and publishes its URL in `home`, where every
+    `paperdag run` on this PREFECT_HOME finds it (`temporary_server`) instead of starting its own; `retire()`
+    unpublishes it unless a run still uses it. Unpublished and stopped when the block ends, used or not (warm
+    stopped by a signal: a run still on it loses its server)."""
     env = _database_env(home)
     log = open(home / "warm-server.log", "w")  # noqa: SIM115 (the server process writes it while it lives)
     proc, url = _start(env, log)
-    marker = home / PUBLISHED
-
-    def ready() -> str:
-        log.flush()
-        wait_healthy(url, proc, 120, home / "warm-server.log")
-        from paperdag.engine.fsutil import atomic_write_text
-
-        atomic_write_text(marker, json.dumps({"url": url, "pid": proc.pid}) + "\n")
-        return url
-
+    server = LastingServer(home, proc, url, log)
     try:
-        yield ready
+        yield server
     finally:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            if json.loads(marker.read_text())["pid"] == proc.pid:  # ours, not a later server's
-                marker.unlink()
+        server.unpublish()
         stop(proc)
         log.close()
 
 
 def published_server(home: Path) -> str | None:
     """The API URL of the lasting server published in `home` (a running `paperdag warm`'s), or None: none published,
-    its process gone, or it does not answer its health check."""
+    its process gone (or, on Linux, the pid now another process's: its command line lacks the port), or it does not
+    answer its health check."""
     try:
         doc = json.loads((home / PUBLISHED).read_text())
         pid, url = int(doc["pid"]), str(doc["url"])
         os.kill(pid, 0)
-    except (OSError, ValueError, KeyError, TypeError):
+        port = url.rsplit(":", 1)[1].split("/", 1)[0]
+        if Path("/proc/self").exists() and port.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+        with urllib.request.urlopen(f"{url}/health", timeout=10) as r:
             return url if r.status == 200 else None
     except OSError:
         return None
@@ -250,11 +295,12 @@ def temporary_server() -> Iterator[Callable[[], None]]:
         yield lambda: None
         return
     home = _home()
-    lasting = published_server(home)
-    if lasting:
-        with _api({"PREFECT_API_URL": lasting}):
-            yield lambda: None
-        return
+    with _lease(home, exclusive=False):  # held while the run uses it: warm does not retire it under the run
+        lasting = published_server(home)
+        if lasting:
+            with _api({"PREFECT_API_URL": lasting}):
+                yield lambda: None
+            return
     env = _database_env(home)
     log = open(home / "server.log", "w")  # noqa: SIM115 (the server process writes it while it lives)
     proc, url = _start(env, log)

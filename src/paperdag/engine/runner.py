@@ -271,11 +271,12 @@ def _write_outputs(root: Path, stage: Stage, result: Any) -> dict[str, str]:
 
 def process_age() -> float | None:
     """Seconds since this process started (Linux's /proc, 10 ms steps; None elsewhere). An exec keeps the start: a
-    stage that re-executed itself under its numerics counts from its first start."""
+    stage that re-executed itself under its numerics counts from its first start; a stage forked by a warm server
+    counts from the fork."""
     try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(") ", 1)[1].split()[19])  # field 22, starttime
-        return float(Path("/proc/uptime").read_text().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(") ", 1)[1].split()[19])  # field 22, since boot
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
 
 

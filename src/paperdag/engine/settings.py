@@ -16,3 +16,17 @@ def prefect_defaults(root: Path) -> None:
     os.environ.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+
+
+def prefect_logging_inputs() -> str:
+    """What Prefect's logging configuration is made from, as resolved now (Prefect imported): its logging settings
+    from every source (environment, profile, prefect.toml, .env), the logging.yml it reads (path and mtime), and
+    whether stderr is a terminal (its console handler's colours)."""
+    import json
+
+    from prefect.settings import get_current_settings
+
+    logging = get_current_settings().logging
+    path = Path(logging.config_path) if logging.config_path else None
+    stamp = path.stat().st_mtime_ns if path is not None and path.exists() else None
+    return json.dumps([logging.model_dump(mode="json"), str(path), stamp, os.isatty(2)], sort_keys=True, default=str)

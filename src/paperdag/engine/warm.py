@@ -53,9 +53,12 @@ PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "s
            # the figures most stage modules import at their top (~0.5 s a stage); not pyplot, which picks its
            # backend on first use
            "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
-# the environment this process imported `preload` under (serve() sets it; a served child inherits it): a served
-# `paperdag run` keeps the logging configuration Prefect made from it where its own Prefect settings are the same
-IMPORT_ENV: dict[str, str] | None = None
+# what Prefect's logging configuration was made from when this process imported Prefect (settings.py; serve() sets
+# it, a served child carries it into its fresh copy of this module): a served `paperdag run` whose own is the same
+# keeps that configuration instead of making it again (~0.3 s)
+PREFECT_LOGGING: str | None = None
+# a server whose idle time is up but whose `may_exit` says no asks again after this many seconds
+RECHECK_S = 5.0
 # environment variables some library reads when it is imported: a client differing in one is not served
 _LOAD_TIME = ("PYTHON", "PAPERDAG_NUMERICS", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "POLARS_", "RAYON_",
               "ATEN_", "ONEDNN_", "DNNL_", "NPY_", "CUDA", "CUBLAS_", "KMP_", "TORCH", "HF_", "TRANSFORMERS_",
@@ -161,15 +164,16 @@ def _read(reader: Any) -> dict[str, Any] | None:
 # --- server -----------------------------------------------------------------------------------------------------
 
 def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
-          before_listen: Callable[[], object] | None = None) -> None:
+          before_listen: Callable[[], object] | None = None, may_exit: Callable[[], bool] | None = None) -> None:
     """Import `preload`, call `before_listen` (the Prefect server started beside the imports: wait until it is
     healthy), then serve stage requests on the Unix socket `path` until `idle` seconds pass with no stage running or
-    asked for (or SIGTERM / SIGINT). Children still running at shutdown are terminated."""
+    asked for and `may_exit()` agrees (a run of another process on its Prefect server says no), or SIGTERM /
+    SIGINT. Children still running at shutdown are terminated."""
     import importlib
 
-    global IMPORT_ENV
+    global PREFECT_LOGGING
     start = time.perf_counter()
-    env_before = IMPORT_ENV = dict(os.environ)
+    env_before = dict(os.environ)
     before = _project_modules()  # this module and what the command line imported to start it
     for name in preload:
         try:
@@ -184,6 +188,10 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
     # and those the imports set where this process already had them (started from a process that had imported them)
     set_by_imports.update({k: os.environ[k] for k in _SET_BY_IMPORTS if k in os.environ})
     my_key = key(env_before, set_by_imports)
+    if "prefect.main" in sys.modules:  # Prefect imported (and its logging configured) under this environment
+        from paperdag.engine.settings import prefect_logging_inputs
+
+        PREFECT_LOGGING = prefect_logging_inputs()
     if before_listen is not None:
         before_listen()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -214,7 +222,10 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
         while not stopping:
             timeout = None if children else max(0.0, idle - (time.monotonic() - last))
             if not children and timeout == 0:
-                break
+                if may_exit is None or may_exit():
+                    break
+                last = time.monotonic() - idle + RECHECK_S
+                continue
             for sk, _ in sel.select(timeout):
                 if sk.data == "accept":
                     _accept(listener, sel, children, my_key, set_by_imports, wake_r)
@@ -344,6 +355,20 @@ def _send(conn: socket.socket, doc: dict[str, Any]) -> None:
     conn.sendall(json.dumps(doc).encode() + b"\n")
 
 
+def fresh_project_code() -> None:
+    """In a served child: the project's code as it is on disk now, not as the server found it (its modules dropped,
+    to be imported again); what the server learnt at its imports carried into the fresh copy of this module."""
+    import importlib
+
+    carried = PREFECT_LOGGING
+    for name in _project_modules():
+        del sys.modules[name]
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
+    fresh = importlib.import_module(__name__)
+    vars(fresh)["PREFECT_LOGGING"] = carried
+
+
 def _child(request: dict[str, Any], set_by_imports: dict[str, str], fds: list[int], close: list[int]) -> None:
     """In the forked child: become the stage process the client would have been, run it, exit with its status."""
     code = 1
@@ -369,12 +394,7 @@ def _child(request: dict[str, Any], set_by_imports: dict[str, str], fds: list[in
         os.environ[SERVED] = f"{os.getpid()}:{request['pid']}"
         sys.argv = request["sys_argv"]
         sys.path[:] = request["sys_path"]
-        for name in _project_modules():  # the project's code as it is on disk now, not as the server found it
-            del sys.modules[name]
-        sys.path_importer_cache.clear()
-        import importlib
-
-        importlib.invalidate_caches()
+        fresh_project_code()
         from paperdag.engine.cli import main
 
         code = main(request["argv"])
