@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from paperdag.engine import locks
+from paperdag.engine import locks, warm
 from paperdag.engine.errors import StageError
 from paperdag.engine.render import ensure_rendered
 from paperdag.engine.runner import validated_project
@@ -39,7 +39,6 @@ def _settings_from_environment() -> None:
     import prefect.context
     from prefect.logging.configuration import setup_logging
 
-    from paperdag.engine import warm
     from paperdag.engine.settings import prefect_logging_inputs
 
     prefect.context.refresh_global_settings_context()
@@ -49,7 +48,8 @@ def _settings_from_environment() -> None:
 
 def _deliver_logs_and_events() -> None:
     """Prefect's log and event workers send their last batches when the interpreter exits; a run served by a warm
-    server ends with os._exit, and a temporary server stops before the exit: both would lose them."""
+    server ends with os._exit and would lose them. (Not for a run in its own process: its exit drains them, and
+    draining here, before its temporary server stops, cost ~1-2 s a run.)"""
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
@@ -105,7 +105,8 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
             ready()
             with contextlib.nullcontext() if beats else _no_heartbeats():
                 state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
-            _deliver_logs_and_events()
+            if warm.client_pid() != os.getpid():  # a warm server's child: it ends with os._exit
+                _deliver_logs_and_events()
         if state.is_failed():
             raise StageError(state.message or f"{pipeline}: the flow failed")
         return state.result()
