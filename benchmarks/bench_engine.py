@@ -259,6 +259,17 @@ def main() -> None:
 
             (repo / "params.yaml").write_text(re.sub(r"scale: [0-9.]+", f"scale: {next(scale)}.0", text))
 
+        def one_stage_changes(served: dict[str, str]) -> tuple[list[float], list[float]]:
+            """A one-stage change rerun by `dvc repro`, then another by `paperdag run`, `--repeats` times, in the
+            environment `served` (a warm server's clients)."""
+            t_d, t_r = [], []
+            for _ in range(args.repeats):
+                bump()
+                t_d.append(sh(repo, sys.executable, "-m", "dvc", "repro", env=served))
+                bump()
+                t_r.append(paperdag(repo, "run", "toy", env=served))
+            return t_d, t_r
+
         t_dvc, t_reused = [], []
         for _ in range(args.repeats):
             bump()
@@ -283,20 +294,10 @@ def main() -> None:
             with warm_server(repo, Path(tmp) / "warm.sock", {"PREFECT_API_URL": url}) as served:
                 # the empty stage again, served: the client's and the forked child's own costs
                 t_warm_empty = [paperdag(repo, "stage", "empty:nothing", env=served) for _ in range(args.repeats)]
-                t_warm_dvc, t_warm_run = [], []
-                for _ in range(args.repeats):
-                    bump()
-                    t_warm_dvc.append(sh(repo, sys.executable, "-m", "dvc", "repro", env=served))
-                    bump()
-                    t_warm_run.append(paperdag(repo, "run", "toy", env=served))
+                t_warm_dvc, t_warm_run = one_stage_changes(served)
         # `paperdag warm` alone: it starts the Prefect server every run on its PREFECT_HOME uses (prefect_server.py)
         with warm_server(repo, Path(tmp) / "warm-alone.sock", env) as served:
-            t_alone_dvc, t_alone_run = [], []
-            for _ in range(args.repeats):
-                bump()
-                t_alone_dvc.append(sh(repo, sys.executable, "-m", "dvc", "repro", env=served))
-                bump()
-                t_alone_run.append(paperdag(repo, "run", "toy", env=served))
+            t_alone_dvc, t_alone_run = one_stage_changes(served)
         results["prefect_startup"] = {
             "one_stage_dvc_repro_s": statistics.median(t_dvc),
             "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_warm import scratch_repo  # this directory's: a scratch copy of one pipeline, committed
+
 ROOT = Path(__file__).resolve().parents[1]
 DONE = re.compile(r"\[paperdag\] (\S+): done: stage ([0-9.]+) s, ([0-9.]+) s in all, ([0-9.]+) s since the process started")
 
@@ -37,18 +39,6 @@ def sh(cwd: Path, *cmd: str, env: dict[str, str] | None = None) -> str:
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return r.stdout + r.stderr
-
-
-def scratch_repo(dest: Path, pipeline: str, smoke: bool) -> Path:
-    from paperdag.engine.scratch import copy_pipeline
-
-    copy_pipeline(ROOT, pipeline, dest, smoke=smoke)
-    sh(dest, "git", "init", "-q", "-b", "main")
-    (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n__pycache__/\n")
-    sh(dest, sys.executable, "-m", "dvc", "init", "-q")
-    sh(dest, "git", "add", "-A")
-    sh(dest, "git", "-c", "user.email=b@example.com", "-c", "user.name=bench", "commit", "-qm", "scratch")
-    return dest
 
 
 def build(repo: Path) -> dict[str, object]:
@@ -79,7 +69,7 @@ def main() -> None:
     results: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory(prefix="paperdag-share-") as tmp:
         for name in names:
-            results[name] = build(scratch_repo(Path(tmp) / name, name, args.smoke))
+            results[name] = build(scratch_repo(Path(tmp) / name, name, smoke=args.smoke))
             r = results[name]
             print(f"{name:12s} {r['stages']:3d} stages  wall {r['wall_s']:7.1f} s  stage {r['stage_s']:7.1f} s  "
                   f"engine {r['engine_s']:6.1f} s ({100 * r['engine_share']:.1f} %)  with process start "

@@ -34,10 +34,11 @@ def machine_cpu_s() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
 
 
-def scratch_repo(dest: Path, pipeline: str) -> Path:
+def scratch_repo(dest: Path, pipeline: str, smoke: bool = True) -> Path:
+    """A committed git + DVC repository holding a copy of this project's `pipeline` (its smoke scale by default)."""
     from paperdag.engine.scratch import copy_pipeline
 
-    copy_pipeline(ROOT, pipeline, dest, smoke=True)
+    copy_pipeline(ROOT, pipeline, dest, smoke=smoke)
     sh(dest, "git", "init", "-q", "-b", "main")
     (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n__pycache__/\n")
     sh(dest, sys.executable, "-m", "dvc", "init", "-q")
