@@ -1,4 +1,4 @@
-"""The temporary Prefect server of a `paperdag run`: started from a migrated database, a child that dies with us.
+"""The Prefect servers paperdag starts: from a migrated database, children that die with their parent.
 
 Without PREFECT_API_URL, Prefect starts its own temporary server, which on a fresh PREFECT_HOME runs its ~116
 SQLite migrations first (20-27 s here) and outlives a `paperdag run` killed with SIGKILL. This module starts the
@@ -9,6 +9,10 @@ same server (uvicorn on Prefect's app factory, as Prefect's SubprocessASGIServer
   migrated, with Prefect's block types registered. A server on a database at the template's migration is told to
   skip both steps, which it would otherwise run on every start (~1.3 s of its ~4.8 s here);
 - on Linux the server gets PR_SET_PDEATHSIG: the kernel sends it SIGTERM when the `paperdag run` dies, however.
+
+`paperdag warm` runs the same server for as long as it lives (`lasting_server`) and publishes it in PREFECT_HOME;
+a run on that home uses it instead of starting a temporary one, under a shared lease that keeps warm from retiring
+it meanwhile.
 """
 
 from __future__ import annotations
