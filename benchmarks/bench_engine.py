@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -47,15 +48,17 @@ PREFECT_QUIET = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_ANALYTICS_E
                  "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false"}
 
 
-def sh(cwd: Path, *cmd: str, env: dict[str, str] | None = None) -> float:
+def sh(cwd: Path, *cmd: str, env: dict[str, str | None] | None = None) -> float:
+    """Seconds `cmd` takes in `cwd`, in this process's environment with `env` on top (None: unset)."""
     t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    full = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=full)
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
     return time.perf_counter() - t
 
 
-def paperdag(cwd: Path, *args: str, env: dict[str, str] | None = None) -> float:
+def paperdag(cwd: Path, *args: str, env: dict[str, str | None] | None = None) -> float:
     return sh(cwd, sys.executable, "-m", "paperdag", *args, env=env)
 
 
@@ -197,6 +200,8 @@ def main() -> None:
     args = ap.parse_args()
     for k in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "PAPERDAG_ROOT"):
         os.environ.pop(k, None)  # embedded defaults, as a new user has them
+    # cold rows: no warm server, and none left behind by a run (the "left behind" row below unsets it)
+    os.environ["PAPERDAG_WARM"] = "off"
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     results: dict[str, object] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}}
     with tempfile.TemporaryDirectory(prefix="paperdag-bench-") as tmp:
@@ -259,7 +264,7 @@ def main() -> None:
 
             (repo / "params.yaml").write_text(re.sub(r"scale: [0-9.]+", f"scale: {next(scale)}.0", text))
 
-        def one_stage_changes(served: dict[str, str]) -> tuple[list[float], list[float]]:
+        def one_stage_changes(served: dict[str, str | None]) -> tuple[list[float], list[float]]:
             """A one-stage change rerun by `dvc repro`, then another by `paperdag run`, `--repeats` times, in the
             environment `served` (a warm server's clients)."""
             t_d, t_r = [], []
@@ -298,6 +303,29 @@ def main() -> None:
         # `paperdag warm` alone: it starts the Prefect server every run on its PREFECT_HOME uses (prefect_server.py)
         with warm_server(repo, Path(tmp) / "warm-alone.sock", env) as served:
             t_alone_dvc, t_alone_run = one_stage_changes(served)
+        # no set-up at all (PAPERDAG_WARM unset): the first `paperdag run` is cold and leaves a `paperdag warm`
+        # behind (warm.start_behind); the next commands are served by it and use its Prefect server
+        from paperdag.engine import warm
+        from paperdag.engine.prefect_server import published_server
+
+        behind: dict[str, str | None] = {"PAPERDAG_WARM": None, "PREFECT_HOME": str(Path(tmp) / "behind-home")}
+        bump()
+        t_first = paperdag(repo, "run", "toy", env=behind)
+        sock, pid = repo / warm.DEFAULT_SOCKET, warm.claimant(repo / warm.DEFAULT_SOCKET)
+        if not pid:
+            raise SystemExit("the cold `paperdag run` left no `paperdag warm` behind")
+        t_ready = time.perf_counter()
+        while not (sock.exists() and published_server(Path(tmp) / "behind-home")):
+            if time.perf_counter() - t_ready > 300:
+                raise SystemExit("the `paperdag warm` left behind did not start")
+            time.sleep(0.2)
+        t_ready = time.perf_counter() - t_ready
+        try:
+            t_behind_dvc, t_behind_run = one_stage_changes(behind)
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            while warm.claimant(sock) is not None:
+                time.sleep(0.2)
         results["prefect_startup"] = {
             "one_stage_dvc_repro_s": statistics.median(t_dvc),
             "one_stage_paperdag_run_reused_home_s": statistics.median(t_reused),
@@ -316,6 +344,12 @@ def main() -> None:
             "one_stage_dvc_repro_warm_alone_s": statistics.median(t_alone_dvc),
             "one_stage_paperdag_run_warm_alone_s": statistics.median(t_alone_run),
             "ratio_warm_alone": statistics.median(t_alone_run) / statistics.median(t_alone_dvc),
+            "first_paperdag_run_no_setup_s": t_first,
+            "warm_left_behind_ready_after_s": t_ready,
+            "one_stage_dvc_repro_left_behind_s": statistics.median(t_behind_dvc),
+            "one_stage_paperdag_run_left_behind_s": statistics.median(t_behind_run),
+            "ratio_left_behind": statistics.median(t_behind_run) / statistics.median(t_behind_dvc),
+            "ratio_first_run_over_dvc_repro": t_first / statistics.median(t_dvc),
             "note": "a fresh PREFECT_HOME starts from the migrated template (prefect_server.py); an up-to-date run "
                     "stops the server it started while DVC planned",
         }
@@ -350,6 +384,10 @@ def main() -> None:
     print(f"one-stage change with a `paperdag warm` alone (its own Prefect server): dvc repro "
           f"{f['one_stage_dvc_repro_warm_alone_s']:.1f} s, paperdag run {f['one_stage_paperdag_run_warm_alone_s']:.1f} s = "
           f"{f['ratio_warm_alone']:.2f}x")
+    print(f"no set-up: the first paperdag run {f['first_paperdag_run_no_setup_s']:.1f} s (cold, "
+          f"{f['ratio_first_run_over_dvc_repro']:.2f}x the cold dvc repro) leaves a `paperdag warm` behind, serving "
+          f"{f['warm_left_behind_ready_after_s']:.0f} s later; then dvc repro {f['one_stage_dvc_repro_left_behind_s']:.1f} s, "
+          f"paperdag run {f['one_stage_paperdag_run_left_behind_s']:.1f} s = {f['ratio_left_behind']:.2f}x")
     print(f"wrote {out.relative_to(REPO)}")
 
 

@@ -190,54 +190,94 @@ def test_the_suites_own_server_serves_the_suites_stages(toy: Path, warm_stage_se
     assert "paperdag stage toy:make in" in new and "refused" not in new, new
 
 
-def test_a_run_uses_the_prefect_server_of_a_running_warm_and_starts_none(toy: Path, tmp_path: Path) -> None:
-    """`paperdag warm` starts a Prefect server beside its imports and publishes it in PREFECT_HOME: a `paperdag run`
-    on that home (served by the warm process or not) records its flow run there and starts no temporary server of
-    its own. When warm stops, the server stops and the publication goes; a publication whose process is gone is
-    ignored (the run starts its temporary server, as without warm)."""
+def test_a_cold_run_leaves_warm_behind_whose_prefect_server_the_next_runs_use(toy: Path, tmp_path: Path) -> None:
+    """A `paperdag run` that no server served (PAPERDAG_WARM unset) leaves a `paperdag warm` behind on the project's
+    socket, as a build daemon does; it starts a Prefect server beside its imports and publishes it in PREFECT_HOME.
+    The next runs on that home (served by the warm process, or not: PAPERDAG_WARM=off) record their flow runs there
+    and start no temporary server; neither leaves a second warm, nor may one be started on the same socket. When
+    warm stops, the server stops and the publication goes; a publication whose process is gone is ignored (the run
+    starts its temporary server, as without warm)."""
     import urllib.request
 
     from paperdag.engine import prefect_server
 
-    home, path = tmp_path / "prefect-home", tmp_path / "w.sock"
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(home)}
-    with open(tmp_path / "warm.log", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "600",
-                                 "--preload", "numpy"], cwd=toy, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    home, sock = tmp_path / "prefect-home", toy / warm.DEFAULT_SOCKET
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", warm.ENV)} | {"PREFECT_HOME": str(home)}
+
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run([sys.executable, "-m", "paperdag", "run", "toy"], cwd=toy, capture_output=True, text=True,
+                           env=env | extra, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    cold = run()
+    assert "started `paperdag warm`" in cold.stderr, cold.stderr
+    pid = warm.claimant(sock)
+    assert pid is not None and pid > 0, "the warm it started holds the project's socket"
     try:
-        wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
-        assert proc.poll() is None, (tmp_path / "warm.log").read_text()
+        wait_for(lambda: sock.exists() or _zombie(pid), "the warm server's socket")
+        log = (toy / warm.LOG).read_text
+        assert not _zombie(pid), log()
         url = prefect_server.published_server(home)
-        assert url, (tmp_path / "warm.log").read_text()
-        for served_by_warm in ("", "off"):  # a run forked from warm, and one in its own process
-            r = subprocess.run([sys.executable, "-m", "paperdag", "run", "toy"], cwd=toy, capture_output=True,
-                               text=True, env={**env, warm.ENV: served_by_warm or str(path)}, timeout=600)
-            assert r.returncode == 0, r.stderr
+        assert url, log()
+        (home / "server.log").unlink()  # the cold run's temporary server
+        for extra in ({}, {warm.ENV: "off"}):  # a run forked from warm, and one in its own process
+            (toy / "params.yaml").write_text((toy / "params.yaml").read_text().replace("scale: 2.0", "scale: 3.0"))
+            r = run(**extra)
             assert not (home / "server.log").exists(), "no temporary server of its own"
+            assert "started `paperdag warm`" not in r.stderr and warm.claimant(sock) == pid
             # Prefect's logging as configured (PREFECT_LOGGING_LEVEL=WARNING): no INFO lines about its runs
             assert "Finished in state" not in r.stderr and "Created flow run" not in r.stderr, r.stderr
-            (toy / "params.yaml").write_text((toy / "params.yaml").read_text().replace("scale: 2.0", "scale: 3.0"))
+            (toy / "params.yaml").write_text((toy / "params.yaml").read_text().replace("scale: 3.0", "scale: 2.0"))
+        assert log().count("paperdag run toy in") == 1, log()
+        second = subprocess.run([sys.executable, "-m", "paperdag", "warm", "--preload", "", "--no-prefect"], cwd=toy,
+                                capture_output=True, text=True, env=env, timeout=120)
+        assert second.returncode == 2 and f"another `paperdag warm` (pid {pid}) serves" in second.stderr, second.stderr
         req = urllib.request.Request(f"{url}/flow_runs/filter", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             runs = json.load(resp)
-        assert sorted(r["state"]["type"] for r in runs if r["name"]) == ["COMPLETED", "COMPLETED"]
+        assert sorted(r["state"]["type"] for r in runs if r["name"]).count("COMPLETED") >= 2
         server_pid = json.loads((home / prefect_server.PUBLISHED).read_text())["pid"]
         # a publication is believed only for the process it names, which must be the server on its port
         gone = subprocess.Popen(["true"])
         gone.wait()
-        for n, pid in (("dead", gone.pid), ("other", os.getpid())):
+        for n, other in (("dead", gone.pid), ("other", os.getpid())):
             (tmp_path / n).mkdir()
-            (tmp_path / n / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": pid}))
+            (tmp_path / n / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": other}))
             assert prefect_server.published_server(tmp_path / n) is None, n
     finally:
-        proc.terminate()
-        proc.wait(60)
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: warm.claimant(sock) is None, "warm to stop", 60)
     assert not (home / prefect_server.PUBLISHED).exists() and prefect_server.published_server(home) is None
     wait_for(lambda: _zombie(server_pid), "the Prefect server to stop with warm", 30)
     (home / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": server_pid}))
     assert prefect_server.published_server(home) is None, "a publication whose server is gone is ignored"
+
+
+def test_a_server_whose_libraries_changed_refuses_and_retires(toy: Path, tmp_path: Path) -> None:
+    """A package installed, upgraded or removed after the server started (here: an entry added to a $PYTHONPATH
+    directory) leaves it holding modules a fresh process would not import: it refuses the client, which runs its
+    stage itself, and it exits at once, long before its idle time."""
+    lib, path = tmp_path / "lib", tmp_path / "w.sock"
+    lib.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(lib), warm.ENV: str(path)}
+    with open(tmp_path / "warm.log", "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--idle", "600", "--preload", "",
+                                 "--no-prefect"], cwd=toy, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
+        served = cli(toy, "stage", "toy:make", env=env)
+        assert "does not serve" not in served.stderr, served.stderr
+        (lib / "newly_installed.py").write_text("")
+        r = cli(toy, "stage", "toy:make", env=env)
+        assert "the libraries changed since the server started" in r.stderr and "toy:make: done" in r.stderr, r.stderr
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and not path.exists(), (tmp_path / "warm.log").read_text()
 
 
 def test_warm_keeps_its_prefect_server_while_a_run_uses_it(toy: Path, tmp_path: Path) -> None:

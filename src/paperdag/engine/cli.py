@@ -107,6 +107,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _start_warm_behind(root: Path, environ: dict[str, str]) -> None:
+    from paperdag.engine import warm
+
+    pid = warm.start_behind(root, environ)
+    if pid is not None:
+        print(f"paperdag: started `paperdag warm` (pid {pid}, log {warm.LOG}): the next runs and stages here skip "
+              "their imports and use its Prefect server; it exits after 15 idle minutes (PAPERDAG_WARM=off: never "
+              "start one)", file=sys.stderr)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     root = find_root()
     if args.command == "render":
@@ -159,6 +169,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             + (["--preload", args.preload] if args.preload is not None else []) + (["--no-prefect"] if args.no_prefect else [])
         numerics.ensure(numerics.from_params(load_params(root)), argv)  # the stages' numerics: part of the key
         path = args.socket or warm.socket_path(root) or root / warm.DEFAULT_SOCKET
+        warm.claim(path.resolve())  # before anything starts: a second server on this socket stops here
         preload = warm.PRELOAD if args.preload is None else tuple(m for m in args.preload.split(",") if m)
         # and the Prefect server every `paperdag run` on this PREFECT_HOME uses while this lives (unless the user
         # points PREFECT_API_URL at one), started beside the imports
@@ -193,7 +204,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             return code
         from paperdag.engine.orchestrate import run_pipeline
 
-        states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
+        given = dict(os.environ)  # as the user gave it: the run sets Prefect's variables in its own
+        try:
+            states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
+        except Exception:  # a failed run leaves one too; an interrupted one does not
+            _start_warm_behind(root, given)
+            raise
+        _start_warm_behind(root, given)  # a `paperdag warm` for the next commands, as a build daemon
         for stage, state in states.items():
             print(f"{stage}: {state}")
         return 0

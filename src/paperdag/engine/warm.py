@@ -12,12 +12,16 @@ the server terminates the child. `paperdag run` is served the same way (Prefect'
 of imports before its first stage, where the stage itself may take a second): its child reads Prefect's settings
 from its own environment again (orchestrate.py), and the stages it starts are served like any other.
 
-Opt-in and never a change of results:
+Started by the user, or left behind by a `paperdag run`, and never a change of results:
 - a stage (or a run) uses the server when $PAPERDAG_WARM names its socket (or `.paperdag/warm.sock` of the project exists),
   and PAPERDAG_WARM is not "off";
-- the server serves only a client whose interpreter and every environment variable a library reads at import
-  (numerics, thread counts, HF_*, PYTHON*, ...) equal its own: otherwise the stage runs in its own process as before,
-  with a one-line note. base.numerics' environment is therefore part of the key (`paperdag warm` applies it first).
+- a `paperdag run` that no server served starts one on `.paperdag/warm.sock` as it ends, detached, as a build
+  daemon does (Gradle's, Bazel's), unless PAPERDAG_WARM is set: the first command is cold, the next ones are not;
+  one server per socket (an flock on `<socket>.lock`); it exits after its idle time;
+- the server serves only a client whose interpreter, installed libraries (site-packages unchanged since the server
+  started) and every environment variable a library reads at import (numerics, thread counts, HF_*, PYTHON*, ...)
+  equal its own: otherwise the stage runs in its own process as before, with a one-line note; a server whose
+  libraries changed retires. base.numerics' environment is therefore part of the key (`paperdag warm` applies it first).
 - messages are JSON (no pickle); the socket is the user's own (mode 0600).
 """
 
@@ -39,6 +43,9 @@ ENV = "PAPERDAG_WARM"  # the socket's path, or "off"
 SERVED = "PAPERDAG_WARM_SERVED"  # in a served child: "<its pid>:<its client's pid>"
 TRIED = "PAPERDAG_WARM_TRIED"  # set across `paperdag stage`'s re-execution once it asked the server and was not served
 DEFAULT_SOCKET = ".paperdag/warm.sock"
+LOG = ".paperdag/warm.log"  # where a `paperdag warm` that `paperdag run` started writes
+STALE = "the libraries changed since the server started"  # a refusal no later client can avoid: the server retires
+_CLAIM: list[int] = []  # the fd of this server's claim on its socket (claim()); a forked child closes it
 # imported once by the server: what the stages import and what costs seconds (measured: sentence_transformers
 # 12 CPU-s, transformers' Llama 9 s, torch 3 s). Not polars: it is not fork-safe once its thread pool runs.
 PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "safetensors.torch", "tokenizers",
@@ -85,15 +92,104 @@ def key(environ: dict[str, str] | None = None, set_by_imports: dict[str, str] | 
     environ = dict(os.environ) if environ is None else environ
     same = set_by_imports or {}
     env = {k: v for k, v in sorted(environ.items()) if k.startswith(_LOAD_TIME) and same.get(k) != v}
-    return {"python": sys.executable, "version": sys.version, "prefix": sys.prefix, "env": env}
+    return {"python": sys.executable, "version": sys.version, "prefix": sys.prefix, "libraries": libraries(environ),
+            "env": env}
+
+
+def libraries(environ: dict[str, str]) -> dict[str, int | None]:
+    """Each directory the installed libraries come from (site-packages, $PYTHONPATH) -> its mtime (ns): installing,
+    upgrading or removing a package adds or removes an entry there (its dist-info), so a server started before that
+    holds modules a fresh process would no longer import."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths["purelib"], paths["platlib"], *environ.get("PYTHONPATH", "").split(os.pathsep)} - {""}
+    out: dict[str, int | None] = {}
+    for d in sorted(dirs):
+        try:
+            out[d] = os.stat(d).st_mtime_ns
+        except OSError:
+            out[d] = None
+    return out
 
 
 def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     for k in ("python", "version", "prefix"):
         if a[k] != b[k]:
             return f"{k} {a[k]!r} != {b[k]!r}"
+    mine, theirs = a.get("libraries", {}), b.get("libraries", {})
+    if mine != theirs:
+        return f"{STALE}: {', '.join(sorted(d for d in {*mine, *theirs} if mine.get(d) != theirs.get(d)))}"
     names = sorted(k for k in set(a["env"]) | set(b["env"]) if a["env"].get(k) != b["env"].get(k))
     return "environment differs in " + ", ".join(names[:6]) + (" ..." if len(names) > 6 else "")
+
+
+# --- one server per socket, and the one `paperdag run` leaves behind ---------------------------------------------
+
+def _claim_file(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def claim(path: Path) -> None:
+    """Hold the claim on the socket `path` (an flock on `<path>.lock`, naming this pid) for the rest of this
+    process's life: one server per socket (a second would take the first's socket from under it). Another live
+    server's claim is an error naming its pid."""
+    import fcntl
+
+    from paperdag.engine.errors import PaperdagError
+
+    lock = _claim_file(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise PaperdagError(f"another `paperdag warm` (pid {holder}) serves {path}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    _CLAIM.append(fd)
+
+
+def claimant(path: Path) -> int | None:
+    """The pid of the live server that holds the claim on the socket `path`, or None."""
+    import fcntl
+
+    try:
+        fd = os.open(_claim_file(path), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        return int(text) if text.isdigit() else -1
+    finally:
+        os.close(fd)  # releases the probe's shared lock too
+    return None
+
+
+def start_behind(root: Path, environ: dict[str, str]) -> int | None:
+    """What a `paperdag run` that no server served leaves behind, as a build daemon does: `paperdag warm` on the
+    project's socket (.paperdag/warm.sock), detached (its own session; it exits after its idle time, 900 s), so that
+    the next runs and stages in this project skip their imports and use its Prefect server. Started with `environ`,
+    the environment the user gave the run, so that it serves that user's later commands. Only where PAPERDAG_WARM
+    is unset (set, it names the socket to use or is "off") and no server holds the socket; returns its pid."""
+    import subprocess
+
+    if ENV in environ or os.environ.get(SERVED):
+        return None
+    path = root / DEFAULT_SOCKET
+    if claimant(path) is not None:
+        return None
+    log = root / LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm"], cwd=root, env=environ,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.returncode = 0  # not this process's to wait for: it outlives it (no ResourceWarning at exit)
+    return proc.pid
 
 
 # --- client: the `paperdag stage` process DVC started ----------------------------------------------------------
@@ -228,7 +324,11 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
                 continue
             for sk, _ in sel.select(timeout):
                 if sk.data == "accept":
-                    _accept(listener, sel, children, my_key, set_by_imports, wake_r)
+                    refused = _accept(listener, sel, children, my_key, set_by_imports, wake_r)
+                    if refused and refused.startswith(STALE) and idle > 0:
+                        print("paperdag warm: retiring once its stages are done: it can serve no client again",
+                              flush=True)
+                        idle = 0.0
                 elif sk.data == "wake":
                     try:
                         os.read(wake_r, 512)
@@ -274,11 +374,12 @@ def _project_modules() -> set[str]:
 
 
 def _accept(listener: socket.socket, sel: selectors.BaseSelector, children: dict[int, socket.socket],
-            my_key: dict[str, Any], set_by_imports: dict[str, str], wake_r: int) -> None:
+            my_key: dict[str, Any], set_by_imports: dict[str, str], wake_r: int) -> str | None:
+    """Serve one waiting client (fork its child), or refuse it; returns why it was refused, None when served."""
     try:
         conn, _ = listener.accept()
     except BlockingIOError:
-        return
+        return None
     conn.setblocking(True)
     fds: list[int] = []
     try:
@@ -300,16 +401,16 @@ def _accept(listener: socket.socket, sel: selectors.BaseSelector, children: dict
             os.close(fd)
         conn.close()
         print(f"paperdag warm: a bad request: {e}", file=sys.stderr, flush=True)
-        return
+        return f"a bad request: {e}"
     theirs = {**request["key"], "env": key(request["key"]["env"], set_by_imports)["env"]}
     if theirs != my_key:
-        print(f"paperdag warm: refused paperdag {' '.join(request['argv'])}: {_difference(my_key, theirs)}",
-              flush=True)
-        _send(conn, {"refused": _difference(my_key, theirs)})
+        why = _difference(my_key, theirs)
+        print(f"paperdag warm: refused paperdag {' '.join(request['argv'])}: {why}", flush=True)
+        _send(conn, {"refused": why})
         for fd in fds:
             os.close(fd)
         conn.close()
-        return
+        return why
     pid = os.fork()
     if pid == 0:
         _child(request, set_by_imports, fds, [listener.fileno(), wake_r, *(c.fileno() for c in children.values()), conn.fileno()])
@@ -319,6 +420,7 @@ def _accept(listener: socket.socket, sel: selectors.BaseSelector, children: dict
     print(f"paperdag warm: pid {pid}: paperdag {' '.join(request['argv'])} in {request['cwd']}", flush=True)
     _send(conn, {"pid": pid})
     sel.register(conn, selectors.EVENT_READ, pid)
+    return None
 
 
 def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> None:
@@ -373,8 +475,9 @@ def _child(request: dict[str, Any], set_by_imports: dict[str, str], fds: list[in
     """In the forked child: become the stage process the client would have been, run it, exit with its status."""
     code = 1
     try:
-        for fd in close:
+        for fd in [*close, *_CLAIM]:
             os.close(fd)
+        _CLAIM.clear()
         os.setsid()
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
