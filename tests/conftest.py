@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -48,32 +49,53 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_stage_server(tmp_path_factory: pytest.TempPathFactory):
-    """One `paperdag warm` per worker (paperdag.engine.warm): every stage process the tests start is forked from a
-    process that has imported torch, transformers and sentence-transformers once, instead of importing them itself
-    (5-15 CPU-s a stage). The server serves only stages whose load-time environment is its own; the others run as
-    before. PAPERDAG_WARM=off turns it off (tests/engine/test_warm.py checks that both give the same bits)."""
+    """One `paperdag warm` for the whole run, shared by the pytest-xdist workers (paperdag.engine.warm): every stage
+    process the tests start is forked from a process that has imported torch, transformers and sentence-transformers
+    once, instead of importing them itself (5-15 CPU-s a stage). The first worker to get here starts it (its socket's
+    claim says whether one runs); each worker holds a shared lock on `warm.users` while it runs tests, and the last
+    to let go stops it. The server serves only stages whose load-time environment is its own (the workers' is the
+    same); the others run as before. PAPERDAG_WARM=off turns it off (tests/engine/test_warm.py checks that both give
+    the same bits)."""
+    import fcntl
+
+    from paperdag.engine import warm
+
     if os.environ.get("PAPERDAG_WARM") == "off":
         yield None
         return
-    path = tmp_path_factory.getbasetemp() / "warm.sock"
-    log = open(path.with_suffix(".log"), "w")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200",
-                             "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
-                            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 180
-    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's directory, the workers' common one
+    path = run / "warm.sock"
+    users = open(run / "warm.users", "a")  # noqa: SIM115 (closed below)
+    fcntl.flock(users, fcntl.LOCK_SH)
+    with open(run / "warm.start", "a") as gate:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # one worker at a time decides whether to start it
+        if warm.claimant(path) is None:
+            with open(path.with_suffix(".log"), "a") as log:
+                subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200",
+                                  "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
+                                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 180
+        while not path.exists() and warm.claimant(path) is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
     os.environ["PAPERDAG_WARM"] = str(path) if path.exists() else "off"
     try:
         yield path
     finally:
         os.environ.pop("PAPERDAG_WARM", None)
-        proc.terminate()
+        fcntl.flock(users, fcntl.LOCK_UN)
         try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the last worker: no other holds its shared lock
+        except BlockingIOError:
+            pass
+        else:
+            pid = warm.claimant(path)
+            if pid and pid > 0:
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 30
+                while warm.claimant(path) is not None and time.monotonic() < deadline:
+                    time.sleep(0.1)
+        users.close()
 
 
 @pytest.fixture(scope="session")

@@ -131,7 +131,8 @@ def test_params_list_of_values_comes_from_params_yaml(tmp_path: Path) -> None:
     assert len(project.stage("grid:gather").gathers["values"]) == 6
 
 
-def test_dvc_and_prefect_run_the_rendered_matrix_and_agree_on_its_stages(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("prefect")  # on the session's Prefect server (conftest.py), with test_flow.py's runs
+def test_dvc_and_prefect_run_the_rendered_matrix_and_agree_on_its_stages(tmp_path: Path, prefect_server: str) -> None:
     """dvc.yaml holds one `matrix:` stage that DVC expands into the engine's stage names; `dvc repro` runs all of it;
     a change to one arm's params makes only that arm's elements changed, and `paperdag run` (Prefect) reruns those and
     the gathering stage, after which DVC sees everything up to date. (One replicate: DVC reads the axis from
