@@ -70,13 +70,15 @@ def warm_stage_server(tmp_path_factory: pytest.TempPathFactory):
     fcntl.flock(users, fcntl.LOCK_SH)
     with open(run / "warm.start", "a") as gate:
         fcntl.flock(gate, fcntl.LOCK_EX)  # one worker at a time decides whether to start it
+        proc = None
         if warm.claimant(path) is None:
             with open(path.with_suffix(".log"), "a") as log:
-                subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200",
-                                  "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
-                                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle",
+                                         "7200", "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
+                                        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 180
-        while not path.exists() and warm.claimant(path) is not None and time.monotonic() < deadline:
+        while not path.exists() and time.monotonic() < deadline and (
+                proc.poll() is None if proc is not None else warm.claimant(path) is not None):
             time.sleep(0.1)
     os.environ["PAPERDAG_WARM"] = str(path) if path.exists() else "off"
     try:
