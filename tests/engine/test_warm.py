@@ -256,29 +256,49 @@ def test_a_cold_run_leaves_warm_behind_whose_prefect_server_the_next_runs_use(to
     assert prefect_server.published_server(home) is None, "a publication whose server is gone is ignored"
 
 
-def test_a_server_whose_libraries_changed_refuses_and_retires(toy: Path, tmp_path: Path) -> None:
-    """A package installed, upgraded or removed after the server started (here: an entry added to a $PYTHONPATH
-    directory) leaves it holding modules a fresh process would not import: it refuses the client, which runs its
-    stage itself, and it exits at once, long before its idle time."""
-    lib, path = tmp_path / "lib", tmp_path / "w.sock"
-    lib.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(lib), warm.ENV: str(path)}
-    with open(tmp_path / "warm.log", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--idle", "600", "--preload", "",
-                                 "--no-prefect"], cwd=toy, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+def test_installing_a_package_changes_the_libraries_key(tmp_path: Path) -> None:
+    """The key's libraries are site-packages' mtimes: a package installed into a (throw-away) virtual environment
+    after a process read them changes them."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    code = """
+import sysconfig
+from pathlib import Path
+from paperdag.engine.warm import libraries
+before = libraries()
+assert set(before) == {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}, before
+(Path(sysconfig.get_paths()["purelib"]) / "newly_installed-1.0.dist-info").mkdir()
+assert libraries() != before
+"""
+    src = str(Path(warm.__file__).resolve().parents[2])  # paperdag.engine.warm imports the standard library only
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": src})
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_server_whose_libraries_changed_refuses_and_retires(toy: Path, server, monkeypatch, capsys) -> None:
+    """A client whose libraries differ from the server's (a package installed since the server started: the client
+    side of that simulated here) is refused, runs its command itself, and the server, which can serve no client
+    again, exits at once, long before its idle time (600 s)."""
+    from paperdag.engine import numerics
+    from paperdag.engine.params import load_params
+
+    path, log = server
+    env = {**os.environ, **numerics.environment(numerics.from_params(load_params(toy))), warm.ENV: str(path)}  # as cli.py
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}  # delegate forwards them
+    monkeypatch.setenv(warm.ENV, str(path))
+    monkeypatch.chdir(toy)  # the child runs in the client's working directory
     try:
-        wait_for(lambda: path.exists() or proc.poll() is not None, "the warm server's socket")
-        served = cli(toy, "stage", "toy:make", env=env)
-        assert "does not serve" not in served.stderr, served.stderr
-        (lib / "newly_installed.py").write_text("")
-        r = cli(toy, "stage", "toy:make", env=env)
-        assert "the libraries changed since the server started" in r.stderr and "toy:make: done" in r.stderr, r.stderr
-        proc.wait(60)
+        assert warm.delegate(toy, ["stage", "toy:make"], env) == 0  # served
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0 and not path.exists(), (tmp_path / "warm.log").read_text()
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    capsys.readouterr()
+    monkeypatch.setattr(warm, "libraries", lambda: {"/site-packages": 1})
+    assert warm.delegate(toy, ["stage", "toy:make"], env) is None
+    assert "the libraries changed since the server started" in capsys.readouterr().err
+    wait_for(lambda: not path.exists(), "the server to retire", 60)
+    assert "retiring once its stages are done" in log.read_text()
 
 
 def test_warm_keeps_its_prefect_server_while_a_run_uses_it(toy: Path, tmp_path: Path) -> None:

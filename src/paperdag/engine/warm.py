@@ -92,18 +92,19 @@ def key(environ: dict[str, str] | None = None, set_by_imports: dict[str, str] | 
     environ = dict(os.environ) if environ is None else environ
     same = set_by_imports or {}
     env = {k: v for k, v in sorted(environ.items()) if k.startswith(_LOAD_TIME) and same.get(k) != v}
-    return {"python": sys.executable, "version": sys.version, "prefix": sys.prefix, "libraries": libraries(environ),
+    return {"python": sys.executable, "version": sys.version, "prefix": sys.prefix, "libraries": libraries(),
             "env": env}
 
 
-def libraries(environ: dict[str, str]) -> dict[str, int | None]:
-    """Each directory the installed libraries come from (site-packages, $PYTHONPATH) -> its mtime (ns): installing,
+def libraries() -> dict[str, int | None]:
+    """Each directory this interpreter installs libraries into (site-packages) -> its mtime (ns): installing,
     upgrading or removing a package adds or removes an entry there (its dist-info), so a server started before that
-    holds modules a fresh process would no longer import."""
+    holds modules a fresh process would no longer import. (Code outside the interpreter's prefix, $PYTHONPATH's
+    included, is the project's: every child imports it afresh from disk.)"""
     import sysconfig
 
     paths = sysconfig.get_paths()
-    dirs = {paths["purelib"], paths["platlib"], *environ.get("PYTHONPATH", "").split(os.pathsep)} - {""}
+    dirs = {paths["purelib"], paths["platlib"]}
     out: dict[str, int | None] = {}
     for d in sorted(dirs):
         try:
