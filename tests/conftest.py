@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -91,12 +90,7 @@ def warm_stage_server(tmp_path_factory: pytest.TempPathFactory):
         except BlockingIOError:
             pass
         else:
-            pid = warm.claimant(path)
-            if pid and pid > 0:
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + 30
-                while warm.claimant(path) is not None and time.monotonic() < deadline:
-                    time.sleep(0.1)
+            warm.stop(path)  # SIGTERM to the claim's holder if it is a `paperdag warm`, SIGKILL after 30 s
         users.close()
 
 

@@ -212,10 +212,10 @@ def test_a_cold_run_leaves_warm_behind_whose_prefect_server_the_next_runs_use(to
         return r
 
     cold = run()
-    assert "started `paperdag warm`" in cold.stderr, cold.stderr
-    pid = warm.claimant(sock)
-    assert pid is not None and pid > 0, "the warm it started holds the project's socket"
+    assert "started `paperdag warm` (pid " in cold.stderr, cold.stderr
+    pid = int(cold.stderr.split("started `paperdag warm` (pid ", 1)[1].split(",", 1)[0])
     try:
+        wait_for(lambda: warm.claimant(sock) == pid or _zombie(pid), "the warm it started to hold the project's socket")
         wait_for(lambda: sock.exists() or _zombie(pid), "the warm server's socket")
         log = (toy / warm.LOG).read_text
         assert not _zombie(pid), log()
@@ -248,12 +248,32 @@ def test_a_cold_run_leaves_warm_behind_whose_prefect_server_the_next_runs_use(to
             (tmp_path / n / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": other}))
             assert prefect_server.published_server(tmp_path / n) is None, n
     finally:
-        os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: warm.claimant(sock) is None, "warm to stop", 60)
+        warm.stop(sock)
     assert not (home / prefect_server.PUBLISHED).exists() and prefect_server.published_server(home) is None
     wait_for(lambda: _zombie(server_pid), "the Prefect server to stop with warm", 30)
     (home / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": server_pid}))
     assert prefect_server.published_server(home) is None, "a publication whose server is gone is ignored"
+
+
+def test_a_run_leaves_no_warm_where_one_is_named_turned_off_or_claimed(tmp_path: Path) -> None:
+    """start_behind starts nothing where PAPERDAG_WARM names a socket or is "off", nor where a live process holds the
+    project socket's claim (which claimant names); the claim is one per socket."""
+    sock = tmp_path / warm.DEFAULT_SOCKET
+    assert warm.start_behind(tmp_path, {warm.ENV: "off"}) is None
+    assert warm.start_behind(tmp_path, {warm.ENV: str(tmp_path / "elsewhere.sock")}) is None
+    hold = ("import sys, time\nfrom pathlib import Path\nfrom paperdag.engine import warm\n"
+            "warm.claim(Path(sys.argv[1]))\nprint('held', flush=True)\ntime.sleep(120)\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(sock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert warm.claimant(sock) == holder.pid
+        assert warm.start_behind(tmp_path, {}) is None
+        second = subprocess.run([sys.executable, "-c", hold, str(sock)], capture_output=True, text=True, timeout=60)
+        assert f"another `paperdag warm` (pid {holder.pid}) serves" in second.stderr, second.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert warm.claimant(sock) is None and not (tmp_path / warm.LOG).exists()
 
 
 def test_installing_a_package_changes_the_libraries_key(tmp_path: Path) -> None:
@@ -266,7 +286,7 @@ import sysconfig
 from pathlib import Path
 from paperdag.engine.warm import libraries
 before = libraries()
-assert set(before) == {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}, before
+assert {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]} <= set(before), before
 (Path(sysconfig.get_paths()["purelib"]) / "newly_installed-1.0.dist-info").mkdir()
 assert libraries() != before
 """

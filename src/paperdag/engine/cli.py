@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from paperdag.engine.errors import PaperdagError
+from paperdag.engine.errors import PaperdagError, StageError
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -30,7 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from the declarations")
     s = sub.add_parser("stage", help="run one stage (the command dvc.yaml calls)")
     s.add_argument("address", metavar="PIPELINE:STAGE")
-    w = sub.add_parser("warm", help="serve stages from a process that has imported torch & co. once (blocks; opt-in)")
+    w = sub.add_parser("warm", help="serve stages from a process that has imported torch & co. once (blocks; a cold `paperdag run` "
+                                     "starts one behind it unless PAPERDAG_WARM is set)")
     w.add_argument("--socket", type=Path, help="the Unix socket (default: $PAPERDAG_WARM, else <root>/.paperdag/warm.sock)")
     w.add_argument("--idle", type=float, default=900, help="exit after this many seconds with no stage (default 900)")
     w.add_argument("--no-prefect", action="store_true",
@@ -110,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
 def _start_warm_behind(root: Path, environ: dict[str, str]) -> None:
     from paperdag.engine import warm
 
-    pid = warm.start_behind(root, environ)
+    try:
+        pid = warm.start_behind(root, environ)
+    except OSError as e:  # the run is done: a server left behind is a convenience, never its failure
+        print(f"paperdag: could not start `paperdag warm` behind the run: {e}", file=sys.stderr)
+        return
     if pid is not None:
         print(f"paperdag: started `paperdag warm` (pid {pid}, log {warm.LOG}): the next runs and stages here skip "
               "their imports and use its Prefect server; it exits after 15 idle minutes (PAPERDAG_WARM=off: never "
@@ -207,7 +212,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         given = dict(os.environ)  # as the user gave it: the run sets Prefect's variables in its own
         try:
             states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
-        except Exception:  # a failed run leaves one too; an interrupted one does not
+        except StageError:  # a run whose stage failed leaves one too; a refused or interrupted one does not
             _start_warm_behind(root, given)
             raise
         _start_warm_behind(root, given)  # a `paperdag warm` for the next commands, as a build daemon

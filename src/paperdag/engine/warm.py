@@ -46,6 +46,7 @@ DEFAULT_SOCKET = ".paperdag/warm.sock"
 LOG = ".paperdag/warm.log"  # where a `paperdag warm` that `paperdag run` started writes
 STALE = "the libraries changed since the server started"  # a refusal no later client can avoid: the server retires
 _CLAIM: list[int] = []  # the fd of this server's claim on its socket (claim()); a forked child closes it
+_SOCKET_MAX = 108  # bytes in a Unix socket's path, its terminating NUL included (Linux's sun_path)
 # imported once by the server: what the stages import and what costs seconds (measured: sentence_transformers
 # 12 CPU-s, transformers' Llama 9 s, torch 3 s). Not polars: it is not fork-safe once its thread pool runs.
 PRELOAD = ("numpy", "scipy.stats", "scipy.sparse", "scipy.optimize", "torch", "safetensors.torch", "tokenizers",
@@ -97,14 +98,22 @@ def key(environ: dict[str, str] | None = None, set_by_imports: dict[str, str] | 
 
 
 def libraries() -> dict[str, int | None]:
-    """Each directory this interpreter installs libraries into (site-packages) -> its mtime (ns): installing,
-    upgrading or removing a package adds or removes an entry there (its dist-info), so a server started before that
-    holds modules a fresh process would no longer import. (Code outside the interpreter's prefix, $PYTHONPATH's
-    included, is the project's: every child imports it afresh from disk.)"""
+    """What the server runs that no child re-imports -> its mtime (ns): each directory this interpreter's libraries
+    are installed in (site-packages and dist-packages on sys.path under the interpreter's prefixes, the user's site)
+    and this module, whose serve loop and key the server keeps. Installing, upgrading or removing a package adds or
+    removes an entry in its directory (its dist-info), so a server started before that holds modules a fresh
+    process would no longer import. (Code outside those, $PYTHONPATH's included, is the project's: every child
+    imports it afresh from disk.)"""
+    import site
     import sysconfig
 
     paths = sysconfig.get_paths()
-    dirs = {paths["purelib"], paths["platlib"]}
+    homes = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    dirs = {paths["purelib"], paths["platlib"], __file__}
+    dirs |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")
+             and os.path.realpath(p).startswith(homes)}
+    if site.ENABLE_USER_SITE:
+        dirs.add(site.getusersitepackages())
     out: dict[str, int | None] = {}
     for d in sorted(dirs):
         try:
@@ -115,6 +124,8 @@ def libraries() -> dict[str, int | None]:
 
 
 def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    if a["python"] == b["python"] and a["version"] != b["version"]:  # the interpreter was upgraded in place
+        return f"{STALE}: Python {a['version'].split()[0]} -> {b['version'].split()[0]}"
     for k in ("python", "version", "prefix"):
         if a[k] != b[k]:
             return f"{k} {a[k]!r} != {b[k]!r}"
@@ -142,19 +153,26 @@ def claim(path: Path) -> None:
     lock = _claim_file(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise PaperdagError(f"another `paperdag warm` (pid {holder}) serves {path}") from None
+    deadline = time.monotonic() + 1.0  # claimant()'s probe holds a shared lock for a moment: not a server
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise PaperdagError(f"another `paperdag warm` (pid {holder}) serves {path}") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(os.getpid()).encode(), 0)
     _CLAIM.append(fd)
 
 
 def claimant(path: Path) -> int | None:
-    """The pid of the live server that holds the claim on the socket `path`, or None."""
+    """The pid of the live server that holds the claim on the socket `path` (-1 in the moment before it has written
+    it), or None."""
     import fcntl
 
     try:
@@ -179,18 +197,38 @@ def start_behind(root: Path, environ: dict[str, str]) -> int | None:
     is unset (set, it names the socket to use or is "off") and no server holds the socket; returns its pid."""
     import subprocess
 
-    if ENV in environ or os.environ.get(SERVED):
-        return None
     path = root / DEFAULT_SOCKET
+    if environ.get(ENV) or client_pid() != os.getpid() or len(os.fsencode(path.resolve())) >= _SOCKET_MAX:
+        return None
     if claimant(path) is not None:
         return None
     log = root / LOG
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
+    with open(log, "wb") as out:  # each server's log starts afresh
         proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm"], cwd=root, env=environ,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     proc.returncode = 0  # not this process's to wait for: it outlives it (no ResourceWarning at exit)
     return proc.pid
+
+
+def stop(path: Path, timeout: float = 30) -> bool:
+    """Stop the server that holds the claim on the socket `path` (SIGTERM, then SIGKILL after `timeout` s), if its
+    process is a `paperdag warm`; True when one was stopped."""
+    pid = claimant(path) or 0
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if pid > 0 else []
+    except OSError:
+        command = []
+    if not any(b"paperdag" in part for part in command) or b"warm" not in command:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while claimant(path) is not None:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + timeout
+        time.sleep(0.05)
+    return True
 
 
 # --- client: the `paperdag stage` process DVC started ----------------------------------------------------------
@@ -271,6 +309,7 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
     global PREFECT_LOGGING
     start = time.perf_counter()
     env_before = dict(os.environ)
+    libraries_before = libraries()  # before the imports: a package installed meanwhile makes the server stale
     before = _project_modules()  # this module and what the command line imported to start it
     for name in preload:
         try:
@@ -284,7 +323,7 @@ def serve(path: Path, idle: float, preload: tuple[str, ...] = PRELOAD,
     set_by_imports = {k: v for k, v in os.environ.items() if env_before.get(k) != v}
     # and those the imports set where this process already had them (started from a process that had imported them)
     set_by_imports.update({k: os.environ[k] for k in _SET_BY_IMPORTS if k in os.environ})
-    my_key = key(env_before, set_by_imports)
+    my_key = key(env_before, set_by_imports) | {"libraries": libraries_before}
     if "prefect.main" in sys.modules:  # Prefect imported (and its logging configured) under this environment
         from paperdag.engine.settings import prefect_logging_inputs
 
