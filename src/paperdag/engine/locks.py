@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,9 +25,26 @@ RWLOCK = ".dvc/tmp/rwlock"
 _held: dict[str, int] = {}  # run locks this process holds (path -> depth): a flow in this process may re-enter
 
 
+PROBE_S = 1.0  # how long an exclusive lock waits out `holder`'s momentary shared probe before it calls the lock held
+
+
 def _holder(f: IO[str]) -> str:
     f.seek(0)
     return f.read().strip() or "?"
+
+
+def try_exclusive(fd: int) -> bool:
+    """Take an exclusive flock on `fd` without waiting for a holder: False when another process holds it. A
+    `holder` probe's shared lock lasts a moment; it is waited out (up to PROBE_S), not taken for a holder."""
+    deadline = time.monotonic() + PROBE_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
 
 @contextmanager
@@ -43,10 +61,8 @@ def run_lock(root: Path) -> Iterator[None]:
         return
     path.parent.mkdir(exist_ok=True)
     with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise LockBusy(f"another `paperdag run` (pid {_holder(f)}) is running in {root}; wait for it to finish") from None
+        if not try_exclusive(f.fileno()):
+            raise LockBusy(f"another `paperdag run` (pid {_holder(f)}) is running in {root}; wait for it to finish")
         f.seek(0)
         f.truncate()
         f.write(str(client_pid()))  # the process the user started (a warm server's child names its client)
@@ -74,8 +90,9 @@ def commit_lock(root: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _busy(path: Path) -> str | None:
-    """The pid written in a lock file someone holds, or None when it is free (or absent)."""
+def holder(path: Path) -> str | None:
+    """The pid written in a lock file someone holds ("?" before the holder has written it), or None when it is free
+    (or absent). It probes with a shared lock, which `try_exclusive` waits out."""
     if not path.exists():
         return None
     with open(path) as f:
@@ -92,7 +109,7 @@ def refuse_if_running(root: Path) -> None:
     path = Path(root).resolve() / RUN_LOCK
     if _held.get(str(path)):
         return
-    pid = _busy(path)
+    pid = holder(path)
     if pid is not None:
         raise LockBusy(f"`paperdag run` (pid {pid}) is running in {root}: it runs the stale stages itself; wait for it "
                        "to finish instead of running stages beside it")
@@ -125,7 +142,7 @@ def _alive(pid: int) -> bool:
 def refuse_if_dvc_busy(root: Path) -> None:
     """Refuse while a DVC command (a `dvc repro`, most likely) works in the repository."""
     root = Path(root).resolve()
-    pid = _busy(root / DVC_LOCK)
+    pid = holder(root / DVC_LOCK)
     writers = _dvc_writers(root)
     if pid is None and writers:
         pid = str(writers[0][0])

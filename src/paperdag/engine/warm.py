@@ -146,25 +146,16 @@ def claim(path: Path) -> None:
     """Hold the claim on the socket `path` (an flock on `<path>.lock`, naming this pid) for the rest of this
     process's life: one server per socket (a second would take the first's socket from under it). Another live
     server's claim is an error naming its pid."""
-    import fcntl
-
     from paperdag.engine.errors import PaperdagError
+    from paperdag.engine.locks import try_exclusive
 
     lock = _claim_file(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + 1.0  # claimant()'s probe holds a shared lock for a moment: not a server
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() < deadline:
-                time.sleep(0.02)
-                continue
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise PaperdagError(f"another `paperdag warm` (pid {holder}) serves {path}") from None
+    if not try_exclusive(fd):
+        held_by = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise PaperdagError(f"another `paperdag warm` (pid {held_by}) serves {path}")
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(os.getpid()).encode(), 0)
     _CLAIM.append(fd)
@@ -173,20 +164,10 @@ def claim(path: Path) -> None:
 def claimant(path: Path) -> int | None:
     """The pid of the live server that holds the claim on the socket `path` (-1 in the moment before it has written
     it), or None."""
-    import fcntl
+    from paperdag.engine.locks import holder
 
-    try:
-        fd = os.open(_claim_file(path), os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-        return int(text) if text.isdigit() else -1
-    finally:
-        os.close(fd)  # releases the probe's shared lock too
-    return None
+    pid = holder(_claim_file(path))
+    return None if pid is None else int(pid) if pid.isdigit() else -1
 
 
 def start_behind(root: Path, environ: dict[str, str]) -> int | None:
