@@ -332,7 +332,7 @@ def test_warm_keeps_its_prefect_server_while_a_run_uses_it(toy: Path, tmp_path: 
                              "--preload", ""], cwd=toy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        with prefect_server._lease(home, exclusive=False):  # what a `paperdag run` on the server holds
+        with prefect_server.lease(home, exclusive=False):  # what a `paperdag run` on the server holds
             wait_for(lambda: prefect_server.published_server(home) is not None or proc.poll() is not None,
                      "warm's Prefect server")
             time.sleep(1 + 2 * warm.RECHECK_S)  # idle for longer than --idle, asked again twice

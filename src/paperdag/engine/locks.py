@@ -48,6 +48,22 @@ def try_exclusive(fd: int) -> bool:
 
 
 @contextmanager
+def lease(path: Path, exclusive: bool) -> Iterator[bool]:
+    """An flock on `path` for the block: shared (a user of something; waits while an exclusive holder has it) or
+    exclusive (retiring it; never waits for a user). Yields whether it is held."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+@contextmanager
 def run_lock(root: Path) -> Iterator[None]:
     """Hold the repository's run lock; a second holder (another process) is refused at once with the pid."""
     path = Path(root).resolve() / RUN_LOCK

@@ -200,23 +200,13 @@ def _api(updates: dict[str, str]) -> Iterator[None]:
 
 
 @contextmanager
-def _lease(home: Path, exclusive: bool) -> Iterator[bool]:
-    """An flock on `home`'s lease file for the block: shared (a run on the lasting server; waits for a retiring
-    warm, which holds it exclusively for a moment) or exclusive (warm retiring its server; never waits). Yields
-    whether it is held."""
-    import fcntl
+def lease(home: Path, exclusive: bool) -> Iterator[bool]:
+    """The lasting server's lease in `home` (locks.lease on LEASE): shared by each run on it, exclusive to retire it."""
+    from paperdag.engine import locks
 
     home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / LEASE, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
+    with locks.lease(home / LEASE, exclusive) as held:
+        yield held
 
 
 class LastingServer:
@@ -237,7 +227,7 @@ class LastingServer:
     def retire(self) -> bool:
         """Unpublish the server unless a run uses it (holds the lease): then False, and it stays published. A run
         that looks for it afterwards starts its own temporary server."""
-        with _lease(self.home, exclusive=True) as free:
+        with lease(self.home, exclusive=True) as free:
             if free:
                 self.unpublish()
             return free
@@ -299,7 +289,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
         yield lambda: None
         return
     home = _home()
-    with _lease(home, exclusive=False):  # held while the run uses it: warm does not retire it under the run
+    with lease(home, exclusive=False):  # held while the run uses it: warm does not retire it under the run
         lasting = published_server(home)
         if lasting:
             with _api({"PREFECT_API_URL": lasting}):

@@ -18,10 +18,11 @@ Started by the user, or left behind by a `paperdag run`, and never a change of r
 - a `paperdag run` that no server served starts one on `.paperdag/warm.sock` as it ends, detached, as a build
   daemon does (Gradle's, Bazel's), unless PAPERDAG_WARM is set: the first command is cold, the next ones are not;
   one server per socket (an flock on `<socket>.lock`); it exits after its idle time;
-- the server serves only a client whose interpreter, installed libraries (site-packages unchanged since the server
-  started) and every environment variable a library reads at import (numerics, thread counts, HF_*, PYTHON*, ...)
-  equal its own: otherwise the stage runs in its own process as before, with a one-line note; a server whose
-  libraries changed retires. base.numerics' environment is therefore part of the key (`paperdag warm` applies it first).
+- the server serves only a client whose interpreter, installed libraries and this module (their files unchanged
+  since the server started: `libraries`) and every environment variable a library reads at import (numerics,
+  thread counts, HF_*, PYTHON*, ...) equal its own: otherwise the stage runs in its own process as before, with a
+  one-line note; a server whose libraries changed retires. base.numerics' environment is therefore part of the
+  key (`paperdag warm` applies it first).
 - messages are JSON (no pickle); the socket is the user's own (mode 0600).
 """
 
