@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import cli, smoke_group
+from support import rejudged, smoke_group
 
 pytestmark = smoke_group("milco")
 
@@ -145,14 +145,11 @@ def test_claims_are_declared_on_intervals(repo: Path) -> None:
 def _swapped(built: Path, dest: Path, swap: Callable[[Path, dict], None]) -> dict[str, dict]:
     """Copy the built repo, let `swap(replicate dir, params)` rewrite what evaluate reads in every replicate, rerun
     `paperdag stage milco:evaluate` there and evaluate the claims on its new metrics."""
-    from paperdag.engine.claims import evaluate_pipeline
-
     repo = shutil.copytree(built, dest, symlinks=True)
     params = _params(repo)
     for r in params["replicates"]:
         swap(repo / f"data/milco/{r}", params)
-    cli(repo, "stage", "milco:evaluate")
-    return evaluate_pipeline(repo, "milco")
+    return rejudged(repo, "milco:evaluate")
 
 
 def _rankings_as(variant: str, rho: float | None) -> Callable[[Path, dict], None]:
