@@ -152,7 +152,11 @@ def test_paperdag_claims_prints_a_table_and_check_fails_on_a_claim_not_held(buil
         r = cli(root, "claims", "toy", "--check", check=False)
         assert r.returncode == 1 and "toy.enough_rows" in r.stderr
         assert json.loads(cli(root, "claims", "--json").stdout)["toy"]["enough_rows"]["status"] == "not_held"
-        assert "toy-claims" in dvc(root, "status").stdout  # the declaration is the claims stage's code
+        assert "toy-claims" in dvc(root, "status").stdout  # the claims declared are the claims stage's params
+        assert "claims declared in `pipelines/toy.yaml` changed: enough_rows changed" in cli(root, "why", "toy").stdout
+        # what else the pipeline file holds (here a comment and the smoke scale) is not the claims stage's business
+        pipeline.write_text(saved + "# the tests' scale\nsmoke:\n  toy.make.n: 40\n")
+        assert "toy-claims" not in dvc(root, "status").stdout
     finally:
         pipeline.write_text(saved)
 

@@ -46,7 +46,7 @@ def test_a_path_params_file_is_a_dep_and_locked_params_are_dvc_locks(toy: Path) 
     values = load_params(toy)
     make = project.stage("toy:make")
     assert dvc_deps(project, values, make)[-1] == "extra.parquet"
-    locked = locked_params(values, make)["params.yaml"]
+    locked = locked_params(project, values, make)["params.yaml"]
     assert list(locked) == ["base.seed", "base.numerics", "toy.make"] and locked["toy.make"]["n"] == 50
 
 

@@ -221,7 +221,7 @@ def _workflow(b: _Builder, pipelines: list[str], commit: str) -> Any:
     declarations = []
     for p in pipelines:
         path = f"pipelines/{p}.yaml"
-        if (b.root / path).exists():  # the claims stage's code dep too: one entity
+        if (b.root / path).exists():
             declarations.append(b._file(b.root / path, path, ["File", "SoftwareSourceCode"], {
                 "description": f"pipeline {p}'s declaration, which `paperdag render` writes into dvc.yaml"}))
             b.by_path[path] = (dvc_md5(b.root / path), declarations[-1])

@@ -13,6 +13,7 @@ from typing import Any
 
 from paperdag.engine import dvc
 from paperdag.engine.errors import PaperdagError
+from paperdag.engine.params import PARAMS_FILE
 from paperdag.engine.tracking import OUT_TAG, PARAMS_TAG, canonical_json
 
 
@@ -23,7 +24,9 @@ def _lock_index(root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     outs: dict[str, dict[str, Any]] = {}
     for name, entry in (lock.get("stages") or {}).items():
         deps = {d["path"]: d.get("md5", "") for d in entry.get("deps", [])}
-        params = {k: v for values in (entry.get("params") or {}).values() for k, v in values.items()}
+        # params.yaml's keys as they are; another file's (a claims stage's pipeline file) as FILE:KEY
+        params = {(k if file == PARAMS_FILE else f"{file}:{k}"): v
+                  for file, values in (entry.get("params") or {}).items() for k, v in values.items()}
         for o in entry.get("outs", []):
             outs[o["path"]] = {"dvc_stage": name, "md5": o.get("md5", ""), "deps": deps, "params": params,
                                "locked_params": canonical_json(entry.get("params") or {}), "cmd": entry.get("cmd", "")}
@@ -149,7 +152,7 @@ def tree(graph: dict[str, Any]) -> str:
         child_prefix = prefix + ("" if top else "   " if last else "│  ")
         n = nodes[path]
         if n["kind"] == "artifact" and n["params"]:
-            params = ", ".join(f"{k}={v}" for k, v in n["params"].items())
+            params = ", ".join(f"{k}={_short(v)}" for k, v in n["params"].items())
             lines.append(child_prefix + f"   params: {params}")
         ups = sorted(parents.get(path, []), key=lambda p: (nodes[p]["kind"] == "source", p))
         for i, up in enumerate(ups):
@@ -172,3 +175,9 @@ def mermaid(graph: dict[str, Any]) -> str:
     for up, down in graph["edges"]:
         lines.append(f"  {ids[up]} --> {ids[down]}")
     return "\n".join(lines)
+
+
+def _short(value: Any, width: int = 240) -> str:
+    """A param's value on the tree's one line, cut at `width` characters (--json has it whole)."""
+    text = str(value)
+    return text if len(text) <= width else text[:width - 3] + "..."

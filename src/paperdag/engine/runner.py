@@ -156,7 +156,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
     signal.signal(signal.SIGTERM, _on_sigterm)
     record = tracking.stage_record(root, stage.pipeline, stage.name, {
         "paperdag.seed": str(stage_seed(params, address)),
-        tracking.PARAMS_TAG: tracking.canonical_json(locked_params(params, stage))})
+        tracking.PARAMS_TAG: tracking.canonical_json(locked_params(project, params, stage))})
     kwargs: dict[str, Any] = {}
     try:
         try:

@@ -107,6 +107,7 @@ class Pipeline:
     stages: dict[str, Stage]
     matrices: dict[str, Matrix] = field(default_factory=dict)
     claims: dict[str, Claim] = field(default_factory=dict)
+    claims_doc: Any = None  # the `claims:` section as written: the claims stage's params in dvc.yaml / dvc.lock
     smoke: dict[str, Any] = field(default_factory=dict)  # dotted params.yaml key -> its value at smoke scale
     paper_scale: dict[str, Any] = field(default_factory=dict)  # dotted params.yaml key -> the paper's value
 
@@ -236,7 +237,8 @@ def _parse_pipeline(file: str, doc: Any, params: dict[str, Any]) -> Pipeline:
             raise SpecError(file, f"stages.{CLAIMS_STAGE}", "this name is the engine's stage for the pipeline's claims")
         stages[CLAIMS_STAGE] = _claims_stage(name, claims)
     return Pipeline(name=name, file=file, description=str(doc.get("description", "")), stages=stages, matrices=matrices,
-                    claims=claims, smoke=_parse_scale(file, name, doc.get("smoke"), params),
+                    claims=claims, claims_doc=doc.get("claims") if claims else None,
+                    smoke=_parse_scale(file, name, doc.get("smoke"), params),
                     paper_scale=_parse_scale(file, name, doc.get("paper_scale"), params, "paper_scale"))
 
 

@@ -22,7 +22,7 @@ from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.numerics import KEY as NUMERICS_KEY
 from paperdag.engine.params import PARAMS_FILE, load_params, lookup
-from paperdag.engine.render import DVC_YAML, render_text
+from paperdag.engine.render import CLAIMS_KEY, DVC_YAML, render_text
 from paperdag.engine.spec import Project, Stage, load_project, param_paths
 
 
@@ -185,7 +185,9 @@ def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None,
         for section, paths in item.items():
             if section == "changed deps" and isinstance(paths, dict):
                 for path, state in paths.items():
-                    if isinstance(state, dict) or path == PARAMS_FILE:
+                    if isinstance(state, dict) and path != PARAMS_FILE and s.builtin:
+                        reasons.append(_claims_reason(project, s, path, (locked.get("params") or {}).get(path) or {}))
+                    elif isinstance(state, dict) or path == PARAMS_FILE:
                         params_changed = True
                     else:
                         reasons.append(_dep_reason(project, s, path, state, path in locked_deps, params, stale))
@@ -236,6 +238,16 @@ def _dep_reason(project: Project, s: Stage, path: str, state: str, locked: bool,
         return Reason(kind, f"{what} changed (a directory dep: dvc.lock keeps only its md5, not which of its files changed)",
                       path)
     return Reason(kind, f"{what} changed", path)
+
+
+def _claims_reason(project: Project, s: Stage, path: str, locked: dict[str, Any]) -> Reason:
+    """The claims stage's params dep, its pipeline file's `claims:` section, changed: which claims."""
+    old, new = locked.get(CLAIMS_KEY) or {}, project.pipelines[s.pipeline].claims_doc or {}
+    if not locked:
+        return Reason("code", f"new dep: the claims declared in `{path}` (dvc.lock does not record them)", path)
+    changed = [f"{n} {'added' if n not in old else 'removed' if n not in new else 'changed'}"
+               for n in sorted(set(old) | set(new), key=str) if old.get(n) != new.get(n)]
+    return Reason("code", f"claims declared in `{path}` changed: {', '.join(changed) or 'their order'}", path)
 
 
 def _out_reason(s: Stage, path: str, state: str, locked: bool) -> Reason:
