@@ -119,8 +119,20 @@ def rejudged(repo: Path, address: str) -> dict[str, dict[str, Any]]:
     params = load_params(repo)
     project = load_project(repo, params)
     stage = project.stage(address)
-    fn, kwargs, _ = prepare(project, params, stage)
-    result = fn(**kwargs, **read_inputs(repo, project, stage))
+    # the stage module is imported as a stage process imports it (the repo's stages/ and src/ first on sys.path);
+    # this process gets its own import state back after, or the processes it starts later (served stages, which
+    # inherit sys.path; Dask's workers) would find the repo's partial copy of paperdag before the installed one
+    saved_path, before = list(sys.path), set(sys.modules)
+    try:
+        fn, kwargs, _ = prepare(project, params, stage)
+        result = fn(**kwargs, **read_inputs(repo, project, stage))
+    finally:
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - before:
+            module = sys.modules[name]
+            where = [getattr(module, "__file__", None) or "", *(getattr(module, "__path__", None) or [])]
+            if any(str(w).startswith((str(repo), str(repo.resolve()))) for w in where):
+                del sys.modules[name]
     for name, a in stage.outputs.items():
         if a.kind == "metric":
             artifacts.write(a, result[name], repo / a.path)

@@ -153,7 +153,7 @@ def test_no_server_or_a_stale_socket_is_no_error(toy: Path, tmp_path: Path) -> N
 def test_the_server_exits_when_idle(toy: Path, tmp_path: Path) -> None:
     path = tmp_path / "w.sock"
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "1", "--preload", ""], cwd=toy,
+    r = subprocess.run([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "1", "--preload", "", "--no-prefect"], cwd=toy,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "serving stages on" in r.stdout and not path.exists()
