@@ -20,7 +20,8 @@ PAGE_JS = """() => ({
 
 def test_every_pipeline_has_a_card_before_anything_ran(tmp_path: Path) -> None:
     """This repository's declarations (a fresh clone before `make repro`): one card per pipeline, each linked from the
-    summary, each saying it has no results yet, and the audit reporting what it cannot find; no console error."""
+    summary, each saying it has no results yet, and the audit reporting what it cannot find; no console error; no
+    MLflow store created to find no run in."""
     dest = tmp_path / "clone"
     dest.mkdir()
     for name in ("pipelines", "stages"):
@@ -29,6 +30,7 @@ def test_every_pipeline_has_a_card_before_anything_ran(tmp_path: Path) -> None:
         shutil.copyfile(REPO / name, dest / name)
     commit_project(dest, "declarations", render=False)
     cli(dest, "report", "--out", str(tmp_path / "report"))
+    assert not (dest / "mlflow.db").exists(), "no run anywhere: the report needs no MLflow store, and made none"
     page, errors = chromium_page(tmp_path / "report" / "index.html", f"({PAGE_JS})()")
     pipelines = sorted(p.stem for p in (REPO / "pipelines").glob("*.yaml"))
     assert errors == []

@@ -28,9 +28,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paperdag.engine.errors import SpecError
+
+if TYPE_CHECKING:
+    from paperdag.engine.spec import Project
 
 STATUSES = ("held", "within_noise", "not_held", "missing")
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -163,11 +166,11 @@ def judge_all(file: str, claims: dict[str, Claim], metrics: dict[str, Any]) -> d
     return {name: judge(c, metrics.get(c.metric_path), file) for name, c in claims.items()}
 
 
-def evaluate_pipeline(root: Path, pipeline: str) -> dict[str, dict[str, Any]]:
-    """Judge a pipeline's claims on the metric files now on disk."""
+def evaluate_pipeline(root: Path, pipeline: str, project: Project | None = None) -> dict[str, dict[str, Any]]:
+    """Judge a pipeline's claims on the metric files now on disk (`project`: root's, loaded unless given)."""
     from paperdag.engine.spec import load_project
 
-    p = load_project(root).pipeline(pipeline)
+    p = (project or load_project(root)).pipeline(pipeline)
     metrics = {}
     for c in p.claims.values():
         f = Path(root) / c.metric_path

@@ -280,7 +280,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         judged, errors = {}, []
         for n in names:  # one pipeline's bad claim is reported, the others are still judged
             try:
-                judged[n] = claims.evaluate_pipeline(root, n)
+                judged[n] = claims.evaluate_pipeline(root, n, project)
             except PaperdagError as e:
                 errors.append(f"{n}: {e}")
                 print(f"paperdag: error: {e}", file=sys.stderr)
@@ -332,10 +332,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(json.dumps(why.as_json(explanation), indent=2, default=str) if args.json else why.format_text(explanation))
         return 1 if args.check and explanation.stale else 0
     if args.command == "report":
-        from paperdag.engine.report import summary, write_report
+        from paperdag.engine.report import collect, summary, write_report
 
-        html, md = write_report(root, Path(args.out))
-        print(summary(root))
+        data = collect(root)
+        html, md = write_report(root, Path(args.out), data)
+        print(summary(data))
         print(f"wrote {html} and {md}")
         return 0
     raise AssertionError(args.command)

@@ -341,6 +341,8 @@ def indexed_runs(root: Path) -> list[dict[str, Any]]:
     """Every run MLflow holds, as index entries: from the index when it is current, else rebuilt from MLflow."""
     root = Path(root)
     drain(root)
+    if _store_mtime(root) == 0:  # the default store does not exist (a fresh clone): no run, and none is created
+        return []
     if _index_current(root):
         return [json.loads(line) for line in (root / INDEX).read_text().splitlines() if line.strip()]
     from paperdag.engine.tracking import client

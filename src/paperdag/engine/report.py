@@ -150,7 +150,7 @@ def collect(root: Path) -> dict[str, Any]:
                 else:
                     plots.append(entry)
         try:
-            judged = [{"claim": c, **e} for c, e in claims.evaluate_pipeline(root, name).items()] if p.claims else []
+            judged = [{"claim": c, **e} for c, e in claims.evaluate_pipeline(root, name, project).items()] if p.claims else []
             claims_error = ""
         except PaperdagError as e:  # a claim naming a key the metrics file lacks: shown, not fatal to the report
             judged, claims_error = [], str(e)
@@ -192,10 +192,11 @@ def _summary_rows(data: dict[str, Any], html_links: bool) -> list[dict[str, Any]
     return rows
 
 
-def write_report(root: Path, out: Path) -> tuple[Path, Path]:
+def write_report(root: Path, out: Path, data: dict[str, Any] | None = None) -> tuple[Path, Path]:
+    """report/index.html and report/README.md from `data` (collect(root) unless given)."""
     root = Path(root).resolve()
     out = out if out.is_absolute() else root / out
-    data = collect(root)
+    data = collect(root) if data is None else data
     (out / "plots").mkdir(parents=True, exist_ok=True)
     h = [f"<!doctype html><html lang=en><meta charset=utf-8><link rel=icon href='data:,'><title>paperdag report</title>"
          f"<style>{_CSS}</style>", "<h1>paperdag report</h1>",
@@ -256,10 +257,11 @@ def write_report(root: Path, out: Path) -> tuple[Path, Path]:
     return html_path, md_path
 
 
-def summary(root: Path) -> str:
-    """Every pipeline's claims and headline block as plain text (what `make repro` prints at the end)."""
+def summary(data: dict[str, Any]) -> str:
+    """Every pipeline's claims and headline block as plain text, from collect()'s data (what `make repro` prints at
+    the end)."""
     lines = []
-    for p in collect(root)["pipelines"]:
+    for p in data["pipelines"]:
         if p["claims"]:
             lines.append(f"{p['name']} claims: " + ", ".join(f"{n} {_STATUS_LABEL[s]}" for s, n in p["counts"].items() if n))
         for m in p["metrics"]:
