@@ -116,12 +116,17 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     """schedule creates a deployment with that cron on the Prefect server; serve starts serving it; a bad cron is refused."""
     r = cli(toy, "schedule", "toy", "--cron", "0 3 * * *")
     deployment_id = r.stdout.strip().rsplit(" ", 1)[-1]
-    code = (
-        "import asyncio, json, sys\n"
+    code = (  # the deployment as the server has it; with "ready", once its status is READY (one process polls)
+        "import asyncio, json, sys, time\n"
         "from prefect.client.orchestration import get_client\n"
         "async def main():\n"
+        "    deadline = time.time() + 90\n"
         "    async with get_client() as c:\n"
-        "        d = await c.read_deployment(sys.argv[1])\n"
+        "        while True:\n"
+        "            d = await c.read_deployment(sys.argv[1])\n"
+        "            if sys.argv[2:] != ['ready'] or str(d.status).endswith('READY') or time.time() > deadline:\n"
+        "                break\n"
+        "            await asyncio.sleep(0.5)\n"
         "        print(json.dumps({'name': d.name, 'crons': [s.schedule.cron for s in d.schedules],\n"
         "                          'params': d.parameters, 'status': str(d.status)}))\n"
         "asyncio.run(main())\n"
@@ -134,13 +139,9 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     serve = subprocess.Popen([sys.executable, "-m", "paperdag", "serve"], cwd=toy, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.time() + 90
-        while True:
-            got = json.loads(subprocess.run([sys.executable, "-c", code, deployment_id], capture_output=True, text=True, check=True).stdout)
-            if got["status"].endswith("READY"):
-                break
-            assert time.time() < deadline and serve.poll() is None, serve.stdout.read() if serve.poll() is not None else "serve never became ready"
-            time.sleep(1)
+        got = json.loads(subprocess.run([sys.executable, "-c", code, deployment_id, "ready"], capture_output=True, text=True,
+                                        check=True).stdout)
+        assert got["status"].endswith("READY"), serve.stdout.read() if serve.poll() is not None else "serve never became ready"
     finally:
         serve.terminate()
         serve.wait(30)
