@@ -105,40 +105,6 @@ def smoke_group(pipeline: str) -> pytest.MarkDecorator:
     return pytest.mark.xdist_group(f"smoke-{pipeline}")
 
 
-def rejudged(repo: Path, address: str) -> dict[str, dict[str, Any]]:
-    """A falsification test's route from an input it rewrote to the claims' statuses: rerun the stage `address`
-    (`pipeline:stage`) in this process on `repo`'s inputs as they now are, write its metric outputs (what the claims
-    read; its plots are not drawn, most of some evaluate stages' time: the contract tests check the stage process
-    writes them) and judge the pipeline's claims on them (paperdag.engine.claims.evaluate_pipeline)."""
-    from paperdag.engine import artifacts
-    from paperdag.engine.claims import evaluate_pipeline
-    from paperdag.engine.params import load_params
-    from paperdag.engine.runner import prepare, read_inputs
-    from paperdag.engine.spec import load_project
-
-    params = load_params(repo)
-    project = load_project(repo, params)
-    stage = project.stage(address)
-    # the stage module is imported as a stage process imports it (the repo's stages/ and src/ first on sys.path);
-    # this process gets its own import state back after, or the processes it starts later (served stages, which
-    # inherit sys.path; Dask's workers) would find the repo's partial copy of paperdag before the installed one
-    saved_path, before = list(sys.path), set(sys.modules)
-    try:
-        fn, kwargs, _ = prepare(project, params, stage)
-        result = fn(**kwargs, **read_inputs(repo, project, stage))
-    finally:
-        sys.path[:] = saved_path
-        for name in set(sys.modules) - before:
-            module = sys.modules[name]
-            where = [getattr(module, "__file__", None) or "", *(getattr(module, "__path__", None) or [])]
-            if any(str(w).startswith((str(repo), str(repo.resolve()))) for w in where):
-                del sys.modules[name]
-    for name, a in stage.outputs.items():
-        if a.kind == "metric":
-            artifacts.write(a, result[name], repo / a.path)
-    return evaluate_pipeline(repo, stage.pipeline)
-
-
 def stages_run(dvc_output: str) -> list[str]:
     """The stages a `dvc repro` output says it ran."""
     return [line.split("'")[1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import REPO, rejudged, smoke_group
+from support import REPO, cli, smoke_group
 from paperdag.engine.spec import load_project
 
 pytestmark = smoke_group("ckplug")
@@ -179,13 +179,16 @@ def _set_cost_ratio(repo: Path, ratio: float) -> None:
 
 
 def _judge(repo: Path, edit) -> dict[str, dict]:
-    """Rewrite evaluate's inputs with `edit`, rerun ckplug:evaluate (support.rejudged), judge the claims; the inputs
+    """Rewrite evaluate's inputs with `edit`, rerun `paperdag stage ckplug:evaluate`, judge the claims; the inputs
     are restored afterwards."""
+    from paperdag.engine.claims import evaluate_pipeline
+
     inputs = [p for d in ("predictions", "train_stats", "decode_stats") for p in (repo / "data/ckplug" / d).iterdir()]
     saved = {p: p.read_bytes() for p in inputs}
     try:
         edit(repo)
-        return rejudged(repo, "ckplug:evaluate")
+        cli(repo, "stage", "ckplug:evaluate")
+        return evaluate_pipeline(repo, "ckplug")
     finally:
         for p, data in saved.items():
             p.write_bytes(data)

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import rejudged, smoke_group
+from support import cli, smoke_group
 
 pytestmark = smoke_group("mfc")
 
@@ -87,12 +87,15 @@ def test_claims_are_declared_and_held_where_their_falsification_starts(repo: Pat
 
 def _swapped(built: Path, dest: Path, swap, table: str = "results") -> dict[str, dict]:
     """Copy the built repo, let `swap(frame, metrics)` rewrite data/mfc/<table>.parquet (what evaluate reads from
-    infer, or from compare), rerun mfc:evaluate there (support.rejudged) and evaluate the claims on its new metrics."""
+    infer, or from compare), rerun `paperdag stage mfc:evaluate` there and evaluate the claims on its new metrics."""
+    from paperdag.engine.claims import evaluate_pipeline
+
     repo = shutil.copytree(built, dest, symlinks=True)
     path = repo / f"data/mfc/{table}.parquet"
     results = pl.read_parquet(path)
     swap(results, json.loads((repo / "data/mfc/metrics.json").read_text())).write_parquet(path)
-    return rejudged(repo, "mfc:evaluate")
+    cli(repo, "stage", "mfc:evaluate")
+    return evaluate_pipeline(repo, "mfc")
 
 
 _COPIED = ["forest_cost", "completion_cost", "tree_cost", "selection_calls", "candidate_calls", "calls", "reps", "radius_sum",

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import rejudged, smoke_group
+from support import cli, smoke_group
 
 pytestmark = smoke_group("milco")
 
@@ -145,11 +145,14 @@ def test_claims_are_declared_on_intervals(repo: Path) -> None:
 def _swapped(built: Path, dest: Path, swap: Callable[[Path, dict], None]) -> dict[str, dict]:
     """Copy the built repo, let `swap(replicate dir, params)` rewrite what evaluate reads in every replicate, rerun
     `paperdag stage milco:evaluate` there and evaluate the claims on its new metrics."""
+    from paperdag.engine.claims import evaluate_pipeline
+
     repo = shutil.copytree(built, dest, symlinks=True)
     params = _params(repo)
     for r in params["replicates"]:
         swap(repo / f"data/milco/{r}", params)
-    return rejudged(repo, "milco:evaluate")
+    cli(repo, "stage", "milco:evaluate")
+    return evaluate_pipeline(repo, "milco")
 
 
 def _rankings_as(variant: str, rho: float | None) -> Callable[[Path, dict], None]:

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import rejudged, smoke_group
+from support import cli, smoke_group
 
 pytestmark = smoke_group("rap")
 
@@ -87,6 +87,8 @@ def test_claims_are_declared_on_paired_intervals(repo: Path) -> None:
 def _swapped(built: Path, dest: Path, base: str) -> dict[str, dict]:
     """Copy the built repo, give every arm's roll-outs `base`'s episode scores (same replicate, same scenario), rerun
     `paperdag stage rap:evaluate` there and evaluate the claims on its new metrics."""
+    from paperdag.engine.claims import evaluate_pipeline
+
     repo = shutil.copytree(built, dest, symlinks=True)
     path = repo / "data/rap/rollouts.parquet"
     rollouts = pl.read_parquet(path)
@@ -94,7 +96,8 @@ def _swapped(built: Path, dest: Path, base: str) -> dict[str, dict]:
     trained = pl.col("arm").is_in(ARMS)
     swapped = rollouts.filter(trained).select("arm", "replicate", "scenario").join(baseline, on=["replicate", "scenario"])
     pl.concat([rollouts.filter(~trained), swapped.select(rollouts.columns)]).write_parquet(path)
-    return rejudged(repo, "rap:evaluate")
+    cli(repo, "stage", "rap:evaluate")
+    return evaluate_pipeline(repo, "rap")
 
 
 def test_paired_claims_fail_when_every_arm_drives_like_il_real(repo: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import rejudged, smoke_group
+from support import cli, smoke_group
 
 pytestmark = smoke_group("welfare_nns")
 
@@ -102,11 +102,14 @@ def test_claims_are_declared_with_intervals_over_replicates(repo: Path) -> None:
 
 def _swapped(built: Path, dest: Path, swap: Callable[[Path, pl.DataFrame], pl.DataFrame]) -> dict[str, dict]:
     """Copy the built repo, let `swap(repo, results)` rewrite data/welfare_nns/results.parquet (what evaluate reads
-    from infer), rerun welfare_nns:evaluate there (support.rejudged) and judge the claims on its new metrics."""
+    from infer), rerun `paperdag stage welfare_nns:evaluate` there and judge the claims on its new metrics."""
+    from paperdag.engine.claims import evaluate_pipeline
+
     repo = shutil.copytree(built, dest, symlinks=True)
     path = repo / "data/welfare_nns/results.parquet"
     swap(repo, pl.read_parquet(path)).write_parquet(path)
-    return rejudged(repo, "welfare_nns:evaluate")
+    cli(repo, "stage", "welfare_nns:evaluate")
+    return evaluate_pipeline(repo, "welfare_nns")
 
 
 def _replace_nash(results: pl.DataFrame, scheme: str, rows: Callable[[float], pl.DataFrame]) -> pl.DataFrame:
