@@ -48,7 +48,7 @@ def locked_params(project: Project, params: dict[str, Any], stage: Stage) -> dic
     for key in dvc_params(project, stage):
         if isinstance(key, str):
             locked.setdefault(PARAMS_FILE, {})[key] = lookup(params, key)
-        else:
+        else:  # the claims stage's {pipeline file: [claims]}
             locked |= {file: {CLAIMS_KEY: project.pipelines[stage.pipeline].claims_doc} for file in key}
     return locked
 

@@ -247,7 +247,7 @@ def _claims_reason(project: Project, s: Stage, path: str, locked: dict[str, Any]
         return Reason("code", f"new dep: the claims declared in `{path}` (dvc.lock does not record them)", path)
     changed = [f"{n} {'added' if n not in old else 'removed' if n not in new else 'changed'}"
                for n in sorted(set(old) | set(new), key=str) if old.get(n) != new.get(n)]
-    return Reason("code", f"claims declared in `{path}` changed: {', '.join(changed) or 'their order'}", path)
+    return Reason("code", f"claims declared in `{path}` changed" + (f": {', '.join(changed)}" if changed else ""), path)
 
 
 def _out_reason(s: Stage, path: str, state: str, locked: bool) -> Reason:
