@@ -8,7 +8,7 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
-.PHONY: repro test bench report lint clean-venv bytecode
+.PHONY: repro test bench report lint clean-venv bytecode templates
 
 # uv installs the locked set in ~20 s (pip: ~3 min). uv does not read pip's configuration, so it gets pip's
 # find-links ($$PIP_FIND_LINKS, where an on-disk CPU torch wheel lies); without uv, plain pip does the same job.
@@ -23,20 +23,25 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	  $(PY) -m pip install -q -r requirements.lock && $(PY) -m pip install -q --no-deps -e . ; \
 	fi
 	@$(MAKE) -s bytecode
-	@# a migrated Prefect database, copied into each new PREFECT_HOME: the temporary server then starts in ~7 s, not ~25
-	@$(PY) -m paperdag.engine.prefect_server >/dev/null || echo "no Prefect database template: the temporary server will migrate its own (slower)"
 	@touch $@
+
+# migrated databases, copied where a new one is needed (each a no-op once made, one per library version): Prefect's,
+# into each new PREFECT_HOME (its temporary server then starts in ~7 s, not ~25), and MLflow's, as each project's
+# first mlflow.db (no migrations on first open: ~1.5 s a new store)
+templates: $(VENV)/.installed
+	@$(PY) -m paperdag.engine.prefect_server >/dev/null || echo "no Prefect database template: the temporary server will migrate its own (slower)"
+	@$(PY) -m paperdag.engine.tracking >/dev/null || echo "no MLflow store template: each new store migrates itself (slower)"
 
 # the project's own modules (stale ones are recompiled; a changed file is otherwise compiled in memory per process)
 bytecode:
 	@$(PY) -m compileall -q -j 0 src stages benchmarks >/dev/null
 
-repro: $(VENV)/.installed bytecode
+repro: $(VENV)/.installed bytecode templates
 	paperdag render --check
 	dvc repro
 	paperdag report
 
-test: $(VENV)/.installed bytecode
+test: $(VENV)/.installed bytecode templates
 	$(PY) -m pytest
 
 # ruff and mypy over the engine (their rules: pyproject.toml); CI runs it before the tests. ~10 s cold.

@@ -16,6 +16,13 @@ import pytest
 from paperdag.engine import records
 from support import REPO, SmokeBuild, dvc, make_repo, pipeline_repo, smoke_group
 
+# One thread for what the tests compute in their own processes (torch, numpy, polars), set before any test module
+# imports them: three workers on two cores, each with the libraries' default of one OpenMP thread a core, spent
+# much of their CPU spinning at barriers (tests/lm: 46 -> 30 CPU-s). Stage processes set their own, from
+# base.numerics; a test that wants other counts passes them.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "POLARS_MAX_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

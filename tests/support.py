@@ -3,10 +3,12 @@ pipelines), and running `paperdag`, `dvc` and `git` as a user would. Importable 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,15 @@ def dvc(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return r
 
 
+@functools.cache
+def _dvc_init_files() -> dict[str, bytes]:
+    """What `dvc init` writes into a git repository, by `dvc init` itself, once per process."""
+    with tempfile.TemporaryDirectory(prefix="dvc-init-") as tmp:
+        git(Path(tmp), "init", "-q")
+        dvc(Path(tmp), "init", "-q")
+        return {name: (Path(tmp) / name).read_bytes() for name in (".dvc/config", ".dvc/.gitignore", ".dvcignore")}
+
+
 def commit_project(dest: Path, message: str, render: bool = True) -> Path:
     """Turn a directory holding a paperdag project into a committed git + DVC repository with dvc.yaml rendered
     (`render=False`: it already is)."""
@@ -60,9 +71,14 @@ def commit_project(dest: Path, message: str, render: bool = True) -> Path:
     git(dest, "config", "user.email", "t@example.com")
     git(dest, "config", "user.name", "test")
     (dest / ".gitignore").write_text("/data/\n/mlflow.db\n/mlruns/\n/.paperdag/\n/.prefect/\n/report/\n__pycache__/\n")
-    dvc(dest, "init", "-q")
-    if render:
-        cli(dest, "render")
+    for name, content in _dvc_init_files().items():  # as `dvc init -q` (a process of ~1 CPU-s) would
+        (dest / name).parent.mkdir(exist_ok=True)
+        (dest / name).write_bytes(content)
+    if render:  # as `paperdag render` does, without its validation's import of the project's stage modules here
+        from paperdag.engine.render import render as render_dvc_yaml
+        from paperdag.engine.spec import load_project
+
+        render_dvc_yaml(load_project(dest))
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", message)
     return dest

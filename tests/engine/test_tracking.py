@@ -45,3 +45,38 @@ def test_environment_names_python_and_the_installed_packages() -> None:
     env = tracking.environment()
     assert env["env.python"].startswith("3.11") and int(env["env.cpu_count"]) >= 1
     assert {"env.numpy", "env.polars", "env.dvc"} <= set(env)
+
+
+def test_a_new_store_starts_as_a_copy_of_the_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project without mlflow.db gets a copy of the template (MLflow's schema at its head: nothing to migrate),
+    which then works as a store MLflow made: its Default experiment, an experiment and a run logged and found. An
+    existing store is never replaced; a store named by MLFLOW_TRACKING_URI, or no template, seeds nothing."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    template = tracking.build_template()
+    assert tracking.build_template() == template  # made once
+    pristine = template.read_bytes()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    tracking._seed_store(fresh)
+    assert (fresh / "mlflow.db").read_bytes() == template.read_bytes()
+    assert [p.name for p in fresh.iterdir()] == ["mlflow.db"]  # no temporary copy left
+    client = tracking.client(fresh, drain=False)
+    assert client.get_experiment("0").name == "Default"
+    exp = tracking.experiment_id(client, fresh, "toy")
+    run = client.create_run(exp)
+    client.log_param(run.info.run_id, "n", "3")
+    assert [r.data.params for r in client.search_runs([exp])] == [{"n": "3"}]
+    assert template.read_bytes() == pristine  # the copy was written, not the template
+
+    tracking._seed_store(fresh)  # an existing store stays as it is
+    assert [r.info.run_id for r in tracking.client(fresh, drain=False).search_runs([exp])] == [run.info.run_id]
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'shared.db'}")
+    tracking._seed_store(elsewhere)
+    assert not (elsewhere / "mlflow.db").exists() and not (tmp_path / "shared.db").exists()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    monkeypatch.setattr(tracking, "template_path", lambda: tmp_path / "no-template.db")
+    tracking._seed_store(elsewhere)
+    assert not (elsewhere / "mlflow.db").exists()
