@@ -28,8 +28,10 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "POLA
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadgroup` (pyproject addopts), with the tests outside a group kept together by file as `--dist
     loadfile` keeps them: a pipeline's smoke tests (support.smoke_group) share one worker wherever their files are,
-    and a file's module fixtures are still built once. The smoke groups go out first, so that no build of minutes
-    starts after the short files are done."""
+    and a file's module fixtures are still built once. The tests on the session's Prefect server (group "prefect":
+    test_flow.py, test_locks.py; ~200 s in a row on one worker, the longest unit) go out first, then the smoke
+    groups, so that no unit of minutes starts after the short files are done (the prefect group last-but-one
+    made its worker finish ~35 s after the others)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
@@ -48,6 +50,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _assign_work_unit(self, node) -> None:
             for scope in sorted((s for s in self.workqueue if s in stages), key=stages.get):
                 self.workqueue.move_to_end(scope, last=False)
+            if "prefect" in self.workqueue:  # before them all: the longest unit (~200 s, one worker)
+                self.workqueue.move_to_end("prefect", last=False)
             super()._assign_work_unit(node)
 
     return LoadGroupOrFile(config, log)

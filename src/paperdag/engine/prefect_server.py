@@ -149,11 +149,11 @@ def stop(proc: subprocess.Popen, grace: float = 10) -> None:
 @contextmanager
 def running_server(home: Path) -> Iterator[str]:
     """A real `prefect server start` (what a team points PREFECT_API_URL at) on a free port, for the block's length;
-    yields its API URL. Used by the tests and the engine benchmark."""
-    home.mkdir(parents=True, exist_ok=True)
+    yields its API URL. Used by the tests and the engine benchmark. Its database starts from the template, as a
+    team's long-running server's has been migrated since its first start."""
     url = f"http://127.0.0.1:{(port := free_port())}/api"
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": "", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_LOGGING_LEVEL": "WARNING"}
+    env = {**_database_env(home), "PREFECT_HOME": str(home), "PREFECT_API_URL": "",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
     with open(home / "server.log", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
                                  str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
