@@ -15,6 +15,25 @@ from typing import Any
 TMP_MARK = ".paperdag-tmp-"
 
 
+def sqlite_template(target: Path, make: Callable[[Path], Path]) -> Path:
+    """A database template made once (a no-op when `target` exists): `make(scratch)` builds it in a scratch
+    directory beside `target` and returns its path there; its write-ahead log is checkpointed into the file, which
+    alone is copied later, and the file moved into place whole."""
+    import sqlite3
+    import tempfile
+    from contextlib import closing
+
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        db = make(Path(tmp))
+        with closing(sqlite3.connect(db)) as c:
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        os.replace(db, target)
+    return target
+
+
 def tmp_sibling(path: Path) -> Path:
     """A temporary path beside `path` (same filesystem, so the final rename is atomic)."""
     return path.with_name(f"{TMP_MARK}{os.getpid()}-{path.name}")

@@ -28,7 +28,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from paperdag.engine.errors import PaperdagError
+from paperdag.engine.fsutil import sqlite_template
 
 _PR_SET_PDEATHSIG = 1
 PUBLISHED = "paperdag-server.json"  # in PREFECT_HOME: the URL and pid of a `paperdag warm`'s lasting server
@@ -58,29 +58,24 @@ def template_path() -> Path:
 def build_template() -> Path:
     """Once per installation, into the virtual environment (a no-op when it exists): the database a first start of
     Prefect's server leaves, its migrations run and Prefect's block types registered."""
-    target = template_path()
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        db = Path(tmp) / "prefect.db"
-        env = {**os.environ, "PREFECT_HOME": tmp, "PREFECT_API_URL": "",
+    def make(tmp: Path) -> Path:
+        db = tmp / "prefect.db"
+        env = {**os.environ, "PREFECT_HOME": str(tmp), "PREFECT_API_URL": "",
                "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{db}"}
         r = subprocess.run([sys.executable, "-m", "prefect", "server", "database", "upgrade", "-y"], env=env,
                            capture_output=True, text=True)
         if r.returncode != 0 or not db.exists():
             raise PaperdagError(f"could not migrate a Prefect database template: {(r.stderr or r.stdout)[-500:]}")
         # one start of the server registers the block types, which every later start would otherwise do (~1 s)
-        with open(Path(tmp) / "server.log", "w") as log:
+        with open(tmp / "server.log", "w") as log:
             proc, url = _start(env, log)
             try:
-                wait_healthy(url, proc, 120, Path(tmp) / "server.log")
+                wait_healthy(url, proc, 120, tmp / "server.log")
             finally:
                 stop(proc)
-        with closing(sqlite3.connect(db)) as c:  # the write-ahead log into the file, which alone is copied
-            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        os.replace(db, target)
-    return target
+        return db
+
+    return sqlite_template(template_path(), make)
 
 
 def _settled(db: Path, template: Path) -> bool:

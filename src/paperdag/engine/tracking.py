@@ -11,17 +11,15 @@ import json
 import os
 import platform
 import shutil
-import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from contextlib import closing
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from paperdag.engine.errors import PaperdagError
+from paperdag.engine.fsutil import sqlite_template
 
 PARENT_RUN_ENV = "PAPERDAG_PARENT_RECORD_ID"
 FLOW_RUN_ENV = "PAPERDAG_FLOW_RUN_ID"
@@ -69,20 +67,15 @@ def build_template() -> Path:
     """The template (a no-op when it exists): MLflow's own command creates every table and runs every migration
     on an empty SQLite file; nothing else is written into it (no experiment: MLflow adds its Default experiment when
     a project's copy is first opened, as it does on a store it creates)."""
-    target = template_path()
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        db = Path(tmp) / "mlflow.db"
+    def make(tmp: Path) -> Path:
+        db = tmp / "mlflow.db"
         r = subprocess.run([sys.executable, "-m", "mlflow", "db", "upgrade", f"sqlite:///{db}"],
                            capture_output=True, text=True)
         if r.returncode != 0 or not db.exists():
             raise PaperdagError(f"could not make an MLflow store template: {(r.stderr or r.stdout)[-500:]}")
-        with closing(sqlite3.connect(db)) as c:  # a write-ahead log, if any, into the file, which alone is copied
-            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        os.replace(db, target)
-    return target
+        return db
+
+    return sqlite_template(template_path(), make)
 
 
 def _seed_store(root: Path) -> None:
