@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from paperdag.engine.errors import PaperdagError
-from paperdag.engine.fsutil import sqlite_template
+from paperdag.engine.fsutil import sqlite_template, tmp_sibling
 
 PARENT_RUN_ENV = "PAPERDAG_PARENT_RECORD_ID"
 FLOW_RUN_ENV = "PAPERDAG_FLOW_RUN_ID"
@@ -89,7 +89,7 @@ def _seed_store(root: Path) -> None:
     template = template_path()
     if not template.exists():
         return
-    tmp = db.with_name(f".mlflow.db.{os.getpid()}.tmp")
+    tmp = tmp_sibling(db)
     try:
         shutil.copyfile(template, tmp)
         os.link(tmp, db)  # never over a store another process has just made
