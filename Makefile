@@ -49,11 +49,11 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src/paperdag/engine
 	$(VENV)/bin/mypy
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed templates
 	$(PY) benchmarks/bench_engine.py
 	$(PY) benchmarks/bench_mfc.py
 
-report: $(VENV)/.installed
+report: $(VENV)/.installed templates
 	paperdag report
 
 clean-venv:
