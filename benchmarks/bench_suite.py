@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -40,6 +41,15 @@ def owner(classname: str, name: str, pipelines: set[str]) -> str:
     return ""
 
 
+def busy_cpu_s() -> float | None:
+    """CPU-seconds this machine has spent busy since boot (all cores; /proc/stat, Linux), or None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pipelines", type=int, default=19, help="how many pipelines to estimate the suite for")
@@ -48,16 +58,19 @@ def main() -> None:
     pipelines = {p.stem for p in (REPO / "pipelines").glob("*.yaml")}
     with tempfile.TemporaryDirectory(prefix="paperdag-suite-") as tmp:
         report = Path(tmp) / "junit.xml"
-        t = time.perf_counter()
+        t, busy = time.perf_counter(), busy_cpu_s()
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
                             *args.pytest_args], cwd=REPO)
         wall = time.perf_counter() - t
+        busy = busy_cpu_s() - busy if busy is not None else None
         cases = list(ET.parse(report).getroot().iter("testcase"))
     seconds: dict[str, float] = defaultdict(float)
+    by_file: dict[str, float] = defaultdict(float)
     rest: list[tuple[float, str]] = []
     for c in cases:
         who, took = owner(c.get("classname", ""), c.get("name", ""), pipelines), float(c.get("time") or 0)
         seconds[who] += took
+        by_file[c.get("classname", "").replace(".", "/") + ".py"] += took
         if not who:
             rest.append((took, f"{c.get('classname')}::{c.get('name')}"))
     per_pipeline = {p: seconds.get(p, 0.0) for p in sorted(pipelines)}
@@ -67,7 +80,10 @@ def main() -> None:
     estimate = (total + (args.pipelines - len(pipelines)) * mean) / parallelism
     results = {
         "exit": r.returncode, "tests": len(cases), "wall_s": wall, "test_seconds": total, "parallelism": parallelism,
+        # the machine's, whatever ran on it meanwhile: on an otherwise idle machine, what the suite costs in CPU
+        "machine_busy_cpu_s": busy, "cores": os.cpu_count(),
         "rest_s": seconds.get("", 0.0), "slowest_rest": [{"test": t, "s": round(x, 2)} for x, t in sorted(rest)[::-1][:10]],
+        "slowest_files": [{"file": f, "s": round(x, 2)} for f, x in sorted(by_file.items(), key=lambda kv: -kv[1])[:25]],
         "per_pipeline_s": per_pipeline, "mean_pipeline_s": mean,
         "estimate": {"pipelines": args.pipelines, "wall_s": estimate,
                      "assumes": "each new pipeline costs the present mean; the workers as busy as in this run"},
@@ -76,7 +92,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"make test: {len(cases)} tests, exit {r.returncode}, {wall:.0f} s wall, {total:.0f} test-seconds "
-          f"({parallelism:.2f} busy workers)")
+          f"({parallelism:.2f} busy workers)" + (f"; the machine busy {busy:.0f} CPU-s on {os.cpu_count()} cores" if busy else ""))
     print(f"the rest (engine, blocks, ...): {results['rest_s']:.0f} test-seconds")
     for p, s in sorted(per_pipeline.items(), key=lambda x: -x[1]):
         print(f"  {p:14s} {s:6.0f} test-seconds")

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -57,52 +58,59 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return LoadGroupOrFile(config, log)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def warm_stage_server(tmp_path_factory: pytest.TempPathFactory):
-    """One `paperdag warm` for the whole run, shared by the pytest-xdist workers (paperdag.engine.warm): every stage
-    process the tests start is forked from a process that has imported torch, transformers and sentence-transformers
-    once, instead of importing them itself (5-15 CPU-s a stage). The first worker to get here starts it (its socket's
-    claim says whether one runs); each worker holds a shared lock on `warm.users` while it runs tests, and the last
-    to let go stops it. The server serves only stages whose load-time environment is its own (the workers' is the
-    same); the others run as before. PAPERDAG_WARM=off turns it off (tests/engine/test_warm.py checks that both give
-    the same bits)."""
-    import fcntl
+# One `paperdag warm` for the whole run (paperdag.engine.warm), shared by the pytest-xdist workers: every stage process
+# the tests start is forked from a process that has imported torch, transformers and sentence-transformers once,
+# instead of importing them itself (5-15 CPU-s a stage). The process that runs the session (xdist's controller, or
+# the only one) starts it in pytest_configure, so it imports while the workers start and collect (the workers used
+# to wait ~10 s for it, one core idle), hands it to the workers in PAPERDAG_WARM (they inherit the environment) and
+# stops it in pytest_unconfigure, after every worker is done. The server serves only stages whose load-time
+# environment is its own (the workers' is the same); the others run as before. PAPERDAG_WARM=off turns it off
+# (tests/engine/test_warm.py checks that both give the same bits).
+_WARM: list[tuple[Path, subprocess.Popen]] = []
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or config.option.collectonly or os.environ.get("PAPERDAG_WARM") == "off":
+        return  # an xdist worker (its controller starts it), a collection, or no server wanted
+    run = Path(tempfile.mkdtemp(prefix="paperdag-suite-"))
+    path = run / "warm.sock"
+    with open(path.with_suffix(".log"), "a") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200",
+                                 "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
+                                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _WARM.append((path, proc))
+    os.environ["PAPERDAG_WARM"] = str(path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
     from paperdag.engine import warm
 
-    if os.environ.get("PAPERDAG_WARM") == "off":
-        yield None
-        return
-    base = tmp_path_factory.getbasetemp()
-    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's directory, the workers' common one
-    path = run / "warm.sock"
-    users = open(run / "warm.users", "a")  # noqa: SIM115 (closed below)
-    fcntl.flock(users, fcntl.LOCK_SH)
-    with open(run / "warm.start", "a") as gate:
-        fcntl.flock(gate, fcntl.LOCK_EX)  # one worker at a time decides whether to start it
-        proc = None
-        if warm.claimant(path) is None:
-            with open(path.with_suffix(".log"), "a") as log:
-                proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle",
-                                         "7200", "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
-                                        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 180
-        while not path.exists() and time.monotonic() < deadline and (
-                proc.poll() is None if proc is not None else warm.claimant(path) is not None):
-            time.sleep(0.1)
-    os.environ["PAPERDAG_WARM"] = str(path) if path.exists() else "off"
-    try:
-        yield path
-    finally:
-        os.environ.pop("PAPERDAG_WARM", None)
-        fcntl.flock(users, fcntl.LOCK_UN)
-        try:
-            fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the last worker: no other holds its shared lock
-        except BlockingIOError:
-            pass
-        else:
-            warm.stop(path)  # SIGTERM to the claim's holder if it is a `paperdag warm`, SIGKILL after 30 s
-        users.close()
+    while _WARM:
+        path, proc = _WARM.pop()
+        if not warm.stop(path):  # SIGTERM to the claim's holder if it is a `paperdag warm`, SIGKILL after 30 s
+            proc.kill()
+        proc.wait()
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_stage_server() -> Path | None:
+    """The suite's `paperdag warm` socket (pytest_configure above), once it serves, or None when there is none (its
+    stages then run in their own processes)."""
+    from paperdag.engine import warm
+
+    value = os.environ.get("PAPERDAG_WARM")
+    if not value or value == "off":
+        return None
+    path, start = Path(value), time.monotonic()
+    while not path.exists() and time.monotonic() - start < 180:
+        if warm.claimant(path) is None and time.monotonic() - start > 5:
+            break  # no process holds its claim (taken within a second of its start): it failed (its .log says why)
+        time.sleep(0.1)
+    if not path.exists():
+        os.environ["PAPERDAG_WARM"] = "off"
+        return None
+    return path
 
 
 @pytest.fixture(scope="session")
