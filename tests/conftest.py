@@ -30,15 +30,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadgroup` (pyproject addopts), with the tests outside a group kept together by file as `--dist
     loadfile` keeps them: a pipeline's smoke tests (support.smoke_group) share one worker wherever their files are,
     and a file's module fixtures are still built once. The tests on the session's Prefect server (group "prefect":
-    test_flow.py, test_locks.py; ~200 s in a row on one worker, the longest unit) go out first, then the smoke
-    groups, so that no unit of minutes starts after the short files are done (the prefect group last-but-one
-    made its worker finish ~35 s after the others)."""
+    test_flow.py, test_locks.py; ~190 s in a row on one worker, the longest unit) and test_warm.py (~120 s) go out
+    first, then the smoke groups, so that no unit of minutes starts after the short files are done (the prefect
+    group last-but-one made its worker finish ~35 s after the others; test_warm.py sent out late, ~25 s)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
 
     from paperdag.engine.spec import load_project
 
+    # the units of minutes in a row on one worker that are neither a smoke group nor a pipeline's: the tests on the
+    # session's Prefect server (~190 s) and the warm server's (~120 s: a file, one worker, as --dist loadfile keeps it)
+    LONGEST = ("prefect", "tests/engine/test_warm.py")
     # a smoke build takes minutes, about in proportion to its stages (each a fresh process; counted at default
     # scale): the most stages first
     stages = {smoke_group(p.name).args[0]: len(p.stages) for p in load_project(REPO).pipelines.values()}
@@ -51,8 +54,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _assign_work_unit(self, node) -> None:
             for scope in sorted((s for s in self.workqueue if s in stages), key=stages.get):
                 self.workqueue.move_to_end(scope, last=False)
-            if "prefect" in self.workqueue:  # before them all: the longest unit (~200 s, one worker)
-                self.workqueue.move_to_end("prefect", last=False)
+            for scope in LONGEST[::-1]:  # before them all, longest first
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 
     return LoadGroupOrFile(config, log)
