@@ -24,6 +24,12 @@ from support import REPO, SmokeBuild, dvc, make_repo, pipeline_repo, smoke_group
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "POLARS_MAX_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# pytest keeps each test module's assertion-rewritten code in __pycache__ (as `make bytecode` keeps the project's),
+# unless writing bytecode is off, as where PYTHONDONTWRITEBYTECODE is set: every worker then rewrote all ~100 test
+# modules at every start (~5 CPU-s each). Turned back on in the test processes only (the processes they start keep
+# the environment's setting); a worker that finds a module rewritten already (by another, or by an earlier run) reads it.
+sys.dont_write_bytecode = False
+
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

@@ -3,7 +3,6 @@ one run per repository at a time, and cron schedules on a Prefect server."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -112,26 +111,30 @@ def test_second_concurrent_run_stops_with_a_clear_message(built_toy: Path, prefe
     assert "up to date" in dvc(toy, "status").stdout
 
 
+def _deployment(api_url: str, deployment_id: str, ready: bool = False) -> dict:
+    """The deployment as the Prefect server at `api_url` has it, read with Prefect's client in this process (the
+    worker of the "prefect" group has Prefect imported already: a process per read cost ~3 CPU-s); with `ready`,
+    once its status is READY (or after 90 s)."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    deadline = time.time() + 90
+    with temporary_settings(updates={PREFECT_API_URL: api_url}), get_client(sync_client=True) as c:
+        while True:
+            d = c.read_deployment(deployment_id)
+            if not ready or str(d.status).endswith("READY") or time.time() > deadline:
+                break
+            time.sleep(0.5)
+    return {"name": d.name, "crons": [s.schedule.cron for s in d.schedules], "params": d.parameters, "status": str(d.status)}
+
+
 def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) -> None:
     """schedule creates a deployment with that cron on the Prefect server; serve starts serving it; a bad cron is refused."""
+    from prefect.exceptions import ObjectNotFound
+
     r = cli(toy, "schedule", "toy", "--cron", "0 3 * * *")
     deployment_id = r.stdout.strip().rsplit(" ", 1)[-1]
-    code = (  # the deployment as the server has it; with "ready", once its status is READY (one process polls)
-        "import asyncio, json, sys, time\n"
-        "from prefect.client.orchestration import get_client\n"
-        "async def main():\n"
-        "    deadline = time.time() + 90\n"
-        "    async with get_client() as c:\n"
-        "        while True:\n"
-        "            d = await c.read_deployment(sys.argv[1])\n"
-        "            if sys.argv[2:] != ['ready'] or str(d.status).endswith('READY') or time.time() > deadline:\n"
-        "                break\n"
-        "            await asyncio.sleep(0.5)\n"
-        "        print(json.dumps({'name': d.name, 'crons': [s.schedule.cron for s in d.schedules],\n"
-        "                          'params': d.parameters, 'status': str(d.status)}))\n"
-        "asyncio.run(main())\n"
-    )
-    got = json.loads(subprocess.run([sys.executable, "-c", code, deployment_id], capture_output=True, text=True, check=True).stdout)
+    got = _deployment(prefect_server, deployment_id)
     assert got["name"] == "toy" and got["crons"] == ["0 3 * * *"]
     assert got["params"] == {"root": str(toy.resolve()), "pipeline": "toy"}
     bad = cli(toy, "schedule", "toy", "--cron", "every day", check=False)
@@ -139,8 +142,7 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     serve = subprocess.Popen([sys.executable, "-m", "paperdag", "serve"], cwd=toy, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
-        got = json.loads(subprocess.run([sys.executable, "-c", code, deployment_id, "ready"], capture_output=True, text=True,
-                                        check=True).stdout)
+        got = _deployment(prefect_server, deployment_id, ready=True)
         assert got["status"].endswith("READY"), serve.stdout.read() if serve.poll() is not None else "serve never became ready"
     finally:
         serve.terminate()
@@ -148,8 +150,8 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     listed = cli(toy, "schedule", "--list").stdout
     assert "toy" in listed and "0 3 * * *" in listed and deployment_id in listed, listed
     assert "removed the schedule of toy" in cli(toy, "schedule", "--remove", "toy").stdout
-    gone = subprocess.run([sys.executable, "-c", code, deployment_id], capture_output=True, text=True)
-    assert gone.returncode != 0 and "ObjectNotFound" in gone.stderr
+    with pytest.raises(ObjectNotFound):
+        _deployment(prefect_server, deployment_id)
     assert "nothing scheduled" in cli(toy, "schedule", "--list").stdout
     again = cli(toy, "schedule", "--remove", "toy", check=False)
     assert again.returncode == 2 and "toy is not scheduled" in again.stderr
