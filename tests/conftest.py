@@ -9,8 +9,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -76,48 +77,75 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 # stops it in pytest_unconfigure, after every worker is done. The server serves only stages whose load-time
 # environment is its own (the workers' is the same); the others run as before. PAPERDAG_WARM=off turns it off
 # (tests/engine/test_warm.py checks that both give the same bits).
-_WARM: list[tuple[Path, subprocess.Popen]] = []
+_WARM: list[tuple[Path, subprocess.Popen, str | None]] = []  # socket, process, PAPERDAG_WARM before
+_WARM_PID = "PAPERDAG_SUITE_WARM_PID"  # the server's pid, for the workers to tell a slow start from a failed one
+# what only reports (help, markers, fixtures, a collection) and so starts no server
+_NO_TESTS = ("help", "collectonly", "markers", "showfixtures", "show_fixtures_per_test", "setupplan")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput") or config.option.collectonly or os.environ.get("PAPERDAG_WARM") == "off":
-        return  # an xdist worker (its controller starts it), a collection, or no server wanted
+    if (hasattr(config, "workerinput") or any(getattr(config.option, o, False) for o in _NO_TESTS)
+            or os.environ.get("PAPERDAG_WARM") == "off"):
+        return  # an xdist worker (its controller starts it), a command that runs no test, or no server wanted
+    from paperdag.engine.prefect_server import die_with_parent
+
     run = Path(tempfile.mkdtemp(prefix="paperdag-suite-"))
     path = run / "warm.sock"
     with open(path.with_suffix(".log"), "a") as log:
         proc = subprocess.Popen([sys.executable, "-m", "paperdag", "warm", "--socket", str(path), "--idle", "7200",
                                  "--no-prefect"],  # the tests' runs have their own PREFECT_HOMEs
-                                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    _WARM.append((path, proc))
-    os.environ["PAPERDAG_WARM"] = str(path)
+                                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=die_with_parent)  # a pytest killed outright leaves no server behind
+    _WARM.append((path, proc, os.environ.get("PAPERDAG_WARM")))
+    os.environ["PAPERDAG_WARM"], os.environ[_WARM_PID] = str(path), str(proc.pid)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     from paperdag.engine import warm
 
     while _WARM:
-        path, proc = _WARM.pop()
-        if not warm.stop(path):  # SIGTERM to the claim's holder if it is a `paperdag warm`, SIGKILL after 30 s
+        path, proc, before = _WARM.pop()
+        failed = proc.poll()  # it exited on its own: keep its log, say where
+        if failed is None and not warm.stop(path):  # SIGTERM to its claim's holder, SIGKILL after 30 s
             proc.kill()
         proc.wait()
-        shutil.rmtree(path.parent, ignore_errors=True)
+        if failed is None:
+            shutil.rmtree(path.parent, ignore_errors=True)
+        else:
+            print(f"\nthe suite's `paperdag warm` exited {failed} early (its stages ran in their own processes): "
+                  f"{path.with_suffix('.log')}", file=sys.stderr)
+        os.environ.pop(_WARM_PID, None)
+        if before is None:
+            os.environ.pop("PAPERDAG_WARM", None)
+        else:
+            os.environ["PAPERDAG_WARM"] = before
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
 
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_stage_server() -> Path | None:
     """The suite's `paperdag warm` socket (pytest_configure above), once it serves, or None when there is none (its
     stages then run in their own processes)."""
-    from paperdag.engine import warm
-
-    value = os.environ.get("PAPERDAG_WARM")
+    value, pid = os.environ.get("PAPERDAG_WARM"), os.environ.get(_WARM_PID)
     if not value or value == "off":
         return None
-    path, start = Path(value), time.monotonic()
-    while not path.exists() and time.monotonic() - start < 180:
-        if warm.claimant(path) is None and time.monotonic() - start > 5:
-            break  # no process holds its claim (taken within a second of its start): it failed (its .log says why)
+    path, deadline = Path(value), time.monotonic() + 180
+    while not path.exists() and time.monotonic() < deadline and (pid is None or _alive(int(pid))):
         time.sleep(0.1)
     if not path.exists():
+        warnings.warn(f"the suite's `paperdag warm` does not serve ({path.with_suffix('.log')}): stages run in their own "
+                      "processes", stacklevel=1)
         os.environ["PAPERDAG_WARM"] = "off"
         return None
     return path

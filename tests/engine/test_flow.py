@@ -116,16 +116,18 @@ def _deployment(api_url: str, deployment_id: str, ready: bool = False) -> dict:
     worker of the "prefect" group has Prefect imported already: a process per read cost ~3 CPU-s); with `ready`,
     once its status is READY (or after 90 s)."""
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import DeploymentStatus
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     deadline = time.time() + 90
     with temporary_settings(updates={PREFECT_API_URL: api_url}), get_client(sync_client=True) as c:
         while True:
             d = c.read_deployment(deployment_id)
-            if not ready or str(d.status).endswith("READY") or time.time() > deadline:
+            if not ready or d.status == DeploymentStatus.READY or time.time() > deadline:
                 break
             time.sleep(0.5)
-    return {"name": d.name, "crons": [s.schedule.cron for s in d.schedules], "params": d.parameters, "status": str(d.status)}
+    return {"name": d.name, "crons": [s.schedule.cron for s in d.schedules], "params": d.parameters,
+            "status": d.status.value if d.status else None}
 
 
 def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) -> None:
@@ -137,13 +139,14 @@ def test_schedule_registers_a_cron_deployment(toy: Path, prefect_server: str) ->
     got = _deployment(prefect_server, deployment_id)
     assert got["name"] == "toy" and got["crons"] == ["0 3 * * *"]
     assert got["params"] == {"root": str(toy.resolve()), "pipeline": "toy"}
+    assert got["status"] == "NOT_READY", got  # ready only once something serves it (below)
     bad = cli(toy, "schedule", "toy", "--cron", "every day", check=False)
     assert bad.returncode == 2 and "not a valid cron" in bad.stderr
     serve = subprocess.Popen([sys.executable, "-m", "paperdag", "serve"], cwd=toy, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
         got = _deployment(prefect_server, deployment_id, ready=True)
-        assert got["status"].endswith("READY"), serve.stdout.read() if serve.poll() is not None else "serve never became ready"
+        assert got["status"] == "READY", serve.stdout.read() if serve.poll() is not None else "serve never became ready"
     finally:
         serve.terminate()
         serve.wait(30)
