@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from paperdag.engine import records
-from support import REPO, SmokeBuild, dvc, make_repo, pipeline_repo, smoke_group
+from support import REPO, SmokeBuild, alive, dvc, make_repo, pipeline_repo, smoke_group
 
 # One thread for what the tests compute in their own processes (torch, numpy, polars), set before any test module
 # imports them: three workers on two cores, each with the libraries' default of one OpenMP thread a core, spent
@@ -121,18 +121,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ["PAPERDAG_WARM"] = before
 
 
-def _alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie, dead but not yet reaped by its parent, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
-
-
 @pytest.fixture(scope="session", autouse=True)
 def warm_stage_server() -> Path | None:
     """The suite's `paperdag warm` socket (pytest_configure above), once it serves, or None when there is none (its
@@ -141,7 +129,7 @@ def warm_stage_server() -> Path | None:
     if not value or value == "off":
         return None
     path, deadline = Path(value), time.monotonic() + 180
-    while not path.exists() and time.monotonic() < deadline and (pid is None or _alive(int(pid))):
+    while not path.exists() and time.monotonic() < deadline and (pid is None or alive(int(pid))):
         time.sleep(0.1)
     if not path.exists():
         warnings.warn(f"the suite's `paperdag warm` does not serve ({path.with_suffix('.log')}): stages run in their own "

@@ -34,6 +34,14 @@ os.environ.pop("PAPERDAG_ROOT", None)
 os.environ.setdefault("PAPERDAG_DRAIN", "off")
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs: a zombie (dead, not yet reaped by its parent) does not (Linux's /proc)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def git(repo: Path, *args: str) -> str:
     r = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
     return r.stdout

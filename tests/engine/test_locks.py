@@ -16,7 +16,7 @@ import pytest
 
 from paperdag.engine import locks, records, warm
 from paperdag.engine.tracking import client
-from support import cli, dvc
+from support import alive, cli, dvc
 
 # one worker runs test_flow.py and test_locks.py, so the session's one Prefect server (conftest.py prefect_server)
 # starts once, not once per worker
@@ -80,17 +80,6 @@ def test_paperdag_run_is_refused_at_once_while_dvc_repro_runs(built_toy: Path) -
     assert repro.wait(300) == 0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
 def _children(pid: int) -> list[int]:
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
@@ -111,7 +100,7 @@ def test_a_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path, tmp_pa
     assert children, "no server or stage process under the run"
     run.send_signal(signal.SIGKILL)
     run.wait(30)
-    wait_for(lambda: not any(_alive(p) for p in children), "the run's children to die", timeout=30)
+    wait_for(lambda: not any(alive(p) for p in children), "the run's children to die", timeout=30)
     c = client(built_toy)  # drains
     found = c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000)
     parent = [r for r in found if "paperdag.stage" not in r.data.tags]
@@ -142,7 +131,7 @@ def test_a_run_stopped_with_sigterm_stops_its_stage_at_once(built_toy: Path, pre
     t = time.perf_counter()
     run.send_signal(signal.SIGTERM)
     assert run.wait(30) != 0 and time.perf_counter() - t < 30, "the run waited for its 60 s stage"
-    wait_for(lambda: not any(_alive(p) for p in started), "the stage to stop", timeout=30)
+    wait_for(lambda: not any(alive(p) for p in started), "the stage to stop", timeout=30)
     c = client(built_toy)  # drains
     found = [r for r in c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000) if r.info.start_time >= since]
     assert found and all(r.info.status == "KILLED" for r in found), [(r.info.run_name, r.info.status) for r in found]
@@ -216,12 +205,12 @@ def test_a_served_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path,
     (child,) = _served(log, "run")
     # the stages: their clients (the run's child's processes) and the server's children that run them
     stage = _children(child) + _served(log, "stage")
-    assert len(stage) >= 2 and all(_alive(p) for p in stage), log.read_text()
+    assert len(stage) >= 2 and all(alive(p) for p in stage), log.read_text()
     second = cli(built_toy, "run", "toy", check=False, env={warm.ENV: "off"})
     assert f"another `paperdag run` (pid {run.pid}) is running" in second.stderr
     run.send_signal(signal.SIGKILL)
     run.wait(30)
-    wait_for(lambda: not any(_alive(p) for p in [child, *stage]), "the served run and its stage to stop", timeout=30)
+    wait_for(lambda: not any(alive(p) for p in [child, *stage]), "the served run and its stage to stop", timeout=30)
     c = client(built_toy)  # drains
     found = c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000)
     assert any(r.info.status == "KILLED" and "paperdag.stage" not in r.data.tags for r in found)

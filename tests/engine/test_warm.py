@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support import cli, dvc, smoke_group
+from support import alive, cli, dvc, smoke_group
 from paperdag.engine import warm
 from paperdag.engine.failures import failure_path
 
@@ -113,18 +113,11 @@ def test_a_signal_to_the_client_ends_the_stage(toy: Path, server, sig: signal.Si
     wait_for(lambda: list(toy.glob("data/toy/*model*")), "the stage to start writing its model")
     client.send_signal(sig)
     client.communicate(timeout=60)
-    wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), "the stage process to end", timeout=30)
+    wait_for(lambda: not alive(pid), "the stage process to end", timeout=30)
     if sig == signal.SIGTERM:
         assert client.returncode != 0
         assert "Terminated" in failure_path(toy, "toy:combine").read_text()
     assert not (toy / "data/toy/model/config.txt").exists(), "no half-written output in place"
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
-    except FileNotFoundError:
-        return True
 
 
 def test_a_client_in_another_environment_runs_its_stage_itself(toy: Path, server) -> None:
@@ -215,10 +208,10 @@ def test_a_cold_run_leaves_warm_behind_whose_prefect_server_the_next_runs_use(to
     assert "started `paperdag warm` (pid " in cold.stderr, cold.stderr
     pid = int(cold.stderr.split("started `paperdag warm` (pid ", 1)[1].split(",", 1)[0])
     try:
-        wait_for(lambda: warm.claimant(sock) == pid or _zombie(pid), "the warm it started to hold the project's socket")
-        wait_for(lambda: sock.exists() or _zombie(pid), "the warm server's socket")
+        wait_for(lambda: warm.claimant(sock) == pid or not alive(pid), "the warm it started to hold the project's socket")
+        wait_for(lambda: sock.exists() or not alive(pid), "the warm server's socket")
         log = (toy / warm.LOG).read_text
-        assert not _zombie(pid), log()
+        assert alive(pid), log()
         url = prefect_server.published_server(home)
         assert url, log()
         (home / "server.log").unlink()  # the cold run's temporary server
@@ -250,7 +243,7 @@ def test_a_cold_run_leaves_warm_behind_whose_prefect_server_the_next_runs_use(to
     finally:
         warm.stop(sock)
     assert not (home / prefect_server.PUBLISHED).exists() and prefect_server.published_server(home) is None
-    wait_for(lambda: _zombie(server_pid), "the Prefect server to stop with warm", 30)
+    wait_for(lambda: not alive(server_pid), "the Prefect server to stop with warm", 30)
     (home / prefect_server.PUBLISHED).write_text(json.dumps({"url": url, "pid": server_pid}))
     assert prefect_server.published_server(home) is None, "a publication whose server is gone is ignored"
 
