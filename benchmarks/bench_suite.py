@@ -3,8 +3,10 @@
 Runs the suite once as `make test` runs it (pytest with the project's addopts: three workers), with a JUnit report,
 and splits the tests' seconds (setup, call and teardown: a pipeline's smoke build is counted in the first test of
 its smoke group to run) into each pipeline's (its smoke group, see owner(), and tests/methods/<pipeline>/) and the
-rest (engine, blocks, statistics; its ten slowest tests are listed). The estimate for more pipelines assumes each new pipeline costs
-the mean of the present ones and the workers stay as busy as in this run (wall = test-seconds / that parallelism).
+rest (engine, blocks, statistics; its ten slowest tests are listed), with the 25 slowest files and the CPU-seconds
+the machine was busy meanwhile (/proc/stat: the suite is CPU-bound, so this is what it costs). The estimate for
+more pipelines assumes each new pipeline costs the mean of the present ones and the workers stay as busy as in this
+run (wall = test-seconds / that parallelism).
 
     .venv/bin/python benchmarks/bench_suite.py [--pipelines 19] [-- PYTEST ARGS]
 """
