@@ -4,11 +4,14 @@ pipelines), and running `paperdag`, `dvc` and `git` as a user would. Importable 
 from __future__ import annotations
 
 import functools
+import importlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,6 +130,63 @@ def smoke_group(pipeline: str) -> pytest.MarkDecorator:
     """The pytest-xdist group of every test that reads `pipeline`'s shared smoke repo (conftest.py `smoke_build`):
     one worker runs them all, so the repo is built once."""
     return pytest.mark.xdist_group(f"smoke-{pipeline}")
+
+
+def metrics_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], None] | None = None,
+                  **swaps: Callable[[Any], Any]) -> dict[str, Any]:
+    """Claim falsification (pipeline contract, section 3), in this process: call stage `address` of the built `repo`
+    as `paperdag stage` calls it (the function with its typed params from repo's params.yaml and its seed, its
+    inputs read by the engine), each input named in `swaps` replaced by `swaps[name](value)` (a gathered input: per
+    item), then `edit(inputs)` (name -> value, or {item: value}) where a swap reads several inputs; return its
+    metric outputs by path, written and read back as the engine writes them. Nothing in `repo` changes, and no plot
+    is drawn."""
+    from paperdag.engine import artifacts
+    from paperdag.engine.numerics import from_params
+    from paperdag.engine.params import load_params
+    from paperdag.engine.runner import prepare, read_inputs, seed_everything
+    from paperdag.engine.spec import load_project
+
+    params = load_params(repo)
+    project = load_project(repo, params)
+    stage = project.stage(address)
+    importlib.import_module(stage.module)  # from this checkout (the suite's pythonpath), as the tests import it
+    path = list(sys.path)
+    fn, kwargs, seed = prepare(project, params, stage)
+    sys.path[:] = path  # prepare puts repo's stages/ and src/ first: gone with the repo, and the module is imported
+    inputs = read_inputs(repo, project, stage)
+    unknown = set(swaps) - set(inputs)
+    assert not unknown, f"{address} has no input {sorted(unknown)}; its inputs: {sorted(inputs)}"
+    for name, swap in swaps.items():
+        inputs[name] = {k: swap(v) for k, v in inputs[name].items()} if name in stage.gathers else swap(inputs[name])
+    if edit is not None:
+        edit(inputs)
+    seed_everything(seed, from_params(params))
+    out = fn(**kwargs, **inputs)
+    metrics = {}
+    with tempfile.TemporaryDirectory(prefix="metrics-after-") as tmp:
+        for name, a in stage.outputs.items():
+            if a.kind == "metric":
+                artifacts.write(a, out[name], Path(tmp) / name)
+                metrics[a.path] = json.loads((Path(tmp) / name).read_text())
+    return metrics
+
+
+def judged(repo: Path, pipeline: str, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`pipeline`'s claims judged on `metrics` (metric path -> content, as metrics_after returns), its other metric
+    files as on disk."""
+    from paperdag.engine.claims import judge_all
+    from paperdag.engine.spec import load_project
+
+    p = load_project(repo).pipeline(pipeline)
+    on_disk = {c.metric_path: json.loads((repo / c.metric_path).read_text()) for c in p.claims.values()
+               if c.metric_path not in metrics and (repo / c.metric_path).exists()}
+    return judge_all(p.file, p.claims, on_disk | metrics)
+
+
+def judged_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], None] | None = None,
+                 **swaps: Callable[[Any], Any]) -> dict[str, dict[str, Any]]:
+    """The claims of stage `address`'s pipeline judged on what metrics_after(repo, address, edit, **swaps) returns."""
+    return judged(repo, address.split(":", 1)[0], metrics_after(repo, address, edit, **swaps))
 
 
 def stages_run(dvc_output: str) -> list[str]:

@@ -91,6 +91,16 @@ def prepare(project: Project, params: dict[str, Any], stage: Stage) -> tuple[Cal
     return fn, {"params": typed}, seed
 
 
+def read_inputs(root: Path, project: Project, stage: Stage) -> dict[str, Any]:
+    """The stage function's input arguments: each dep read as its producer declares its type, each gathered dep as
+    {item: value}."""
+    def read(path: str) -> Any:
+        return artifacts.read(project.producers[path].output_at(path).type, root / path)
+
+    return ({name: read(path) for name, path in stage.deps.items()}
+            | {name: {key: read(path) for key, path in paths.items()} for name, paths in stage.gathers.items()})
+
+
 def validated_project(root: Path, pipelines: list[str] | None = None, params: dict[str, Any] | None = None) -> Project:
     """The project, with the typed params of every stage (of `pipelines`) built: a wrong type, an impossible value or
     a key no stage reads is an error naming its params.yaml key before any stage work (imports the stage modules)."""
@@ -156,11 +166,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
             numerics = from_params(params)
             seed_everything(seed, numerics)
 
-            def read(path: str) -> Any:
-                return artifacts.read(project.producers[path].output_at(path).type, root / path)
-
-            kwargs.update({name: read(path) for name, path in stage.deps.items()})
-            kwargs.update({name: {key: read(path) for key, path in paths.items()} for name, paths in stage.gathers.items()})
+            kwargs.update(read_inputs(root, project, stage))
             _log_inputs(record, project, stage, kwargs, dep_md5)
             t_call = time.perf_counter()
             result = fn(**kwargs)

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("assomem")
 
@@ -72,26 +72,8 @@ def test_claims_are_declared_and_judged(repo: Path) -> None:
 
 def _judged(repo: Path, swap_rankings=None, swap_stats=None) -> dict[str, dict]:
     """The claims on the metrics `evaluate` computes after rewriting each replicate's rankings / retrieve stats."""
-    from stages.assomem import EvaluateParams, evaluate
-
-    from paperdag.engine import Item
-    from paperdag.engine.claims import judge_all, parse
-
-    data = repo / "data/assomem"
-    items = [Item({"replicate": r}) for r in _params(repo)["replicates"]]
-    read = {name: {i: pl.read_parquet(data / f"{i}/{name}.parquet") for i in items}
-            for name in ("rankings", "questions", "utterances", "graphs", "clue_groups", "clues")}
-    stats = {i: json.loads((data / f"{i}/retrieve_stats.json").read_text()) for i in items}
-    fusion = {i: json.loads((data / f"{i}/fusion.json").read_text()) for i in items}
-    if swap_rankings:
-        read["rankings"] = {i: swap_rankings(r) for i, r in read["rankings"].items()}
-    if swap_stats:
-        stats = {i: swap_stats(s) for i, s in stats.items()}
-    out = evaluate(EvaluateParams(), read["rankings"], read["questions"], stats, fusion, read["utterances"], read["graphs"],
-                   read["clue_groups"], read["clues"])
-    metrics = json.loads(json.dumps(out["metrics"]))
-    file = str(repo / "pipelines/assomem.yaml")
-    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {"data/assomem/metrics.json": metrics})
+    swaps = {"rankings": swap_rankings, "retrieve_stats": swap_stats}
+    return judged_after(repo, "assomem:evaluate", **{name: swap for name, swap in swaps.items() if swap})
 
 
 def _as(baseline: str):

@@ -6,15 +6,15 @@ contract, section 3)."""
 from __future__ import annotations
 
 import json
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from support import REPO, cli, smoke_group
 from paperdag.engine.spec import load_project
+from support import REPO, judged_after, smoke_group
 
 pytestmark = smoke_group("ckplug")
 
@@ -106,92 +106,74 @@ def test_train_stats_report_the_loss_curve(repo: Path) -> None:
 
 
 # ---------------------------------------------------------------- claims that can fail (claims contract, section 3)
-# Each claim is checked on a copy of the smoke repo twice: with evaluate's inputs rewritten the way the claimed effect
-# would produce them (an oracle: the claim's mean must then pass), and with the method's output replaced by its
-# strongest baseline's (the claim must then not be held). `paperdag stage ckplug:evaluate` recomputes metrics.json
-# from the rewritten inputs; paperdag.engine.claims judges it.
+# Each claim is checked on the smoke repo's evaluate inputs twice: rewritten the way the claimed effect would produce
+# them (an oracle: the claim's mean must then pass), and with the method's output replaced by its strongest
+# baseline's (the claim must then not be held). An edit maps an input of ckplug:evaluate to what rewrites each of its
+# elements (both training arms); support.judged_after calls the stage function on them and judges the claims.
+
+Edit = dict[str, Callable]
 
 
-@pytest.fixture(scope="module")
-def claims_repo(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the built smoke repo (without its MLflow store, whose artifact paths name the original)."""
-    dest = tmp_path_factory.mktemp("ckplug-claims") / "repo"
-    shutil.copytree(repo, dest, symlinks=True, ignore=shutil.ignore_patterns("mlflow.db", "mlruns"))
-    return dest
-
-
-def _predictions(repo: Path, r: str) -> Path:
-    return repo / f"data/ckplug/predictions/{r}.parquet"
-
-
-def _replace_predictions(repo: Path, methods: list[str], by: str, alpha: float | None = None, only_set: str | None = None) -> None:
+def _replace_predictions(methods: list[str], by: str, alpha: float | None = None, only_set: str | None = None) -> Edit:
     """Every row of `methods` (each alpha; of `only_set` if given) gets the prediction `by` (at `alpha`, for CK-PLUG's
     sweep) made for the same (set, item): what a decoder that behaves like the baseline would have written."""
-    for r in ELEMENTS:
-        df = pl.read_parquet(_predictions(repo, r))
+    def swap(df: pl.DataFrame) -> pl.DataFrame:
         base = df.filter((pl.col("method") == by) & pl.col("alpha").eq_missing(alpha)).select("set", "item", pl.col("prediction").alias("baseline_prediction"))
         out = df.join(base, on=["set", "item"], how="left", maintain_order="left").with_columns(
             pl.when(pl.col("method").is_in(methods) & (pl.col("set") == only_set if only_set else pl.lit(True)))
             .then(pl.col("baseline_prediction")).otherwise(pl.col("prediction"))
             .alias("prediction")).drop("baseline_prediction")
         assert out.height == df.height and out.columns == df.columns
-        out.write_parquet(_predictions(repo, r))
+        return out
+    return {"predictions": swap}
 
 
-def _oracle(repo: Path) -> None:
-    """Inputs under which every claim's effect is there: adaptive CK-PLUG answers the gold, CK-PLUG at alpha answers
-    memory on a share alpha of the counterfactual items and the context on the rest (MR = 100 alpha, ConR at alpha 0
-    100 %) and RAG's answers on the adaptive set, RAG answers memory on the counterfactual set (ConR 0), recall is
-    perfect, CK-PLUG decodes at twice plain decoding's time per token."""
-    for r in ELEMENTS:
-        df = pl.read_parquet(_predictions(repo, r))
-        n = df.filter(pl.col("set") == "counterfactual")["item"].max() + 1
-        ck_cf = (pl.col("method") == "ck-plug") & (pl.col("set") == "counterfactual")
-        df = df.with_columns(
-            pl.when((pl.col("method") == "ck-plug-adaptive") & (pl.col("set") == "adaptive")).then(pl.col("gold"))
-            .when(ck_cf & (pl.col("item") < (pl.col("alpha") * n).round())).then(pl.col("memory_answer"))
-            .when(ck_cf).then(pl.col("context_answer"))
-            .when((pl.col("method") == "rag") & (pl.col("set") == "counterfactual")).then(pl.col("memory_answer"))
-            .otherwise(pl.col("prediction")).alias("prediction"))
-        df.write_parquet(_predictions(repo, r))
-    _replace_predictions(repo, ["ck-plug"], "rag", only_set="adaptive")
-    _set_recall(repo, 1.0)
-    _set_cost_ratio(repo, 2.0)
+def _oracle_predictions(df: pl.DataFrame) -> pl.DataFrame:
+    n = df.filter(pl.col("set") == "counterfactual")["item"].max() + 1
+    ck_cf = (pl.col("method") == "ck-plug") & (pl.col("set") == "counterfactual")
+    return df.with_columns(
+        pl.when((pl.col("method") == "ck-plug-adaptive") & (pl.col("set") == "adaptive")).then(pl.col("gold"))
+        .when(ck_cf & (pl.col("item") < (pl.col("alpha") * n).round())).then(pl.col("memory_answer"))
+        .when(ck_cf).then(pl.col("context_answer"))
+        .when((pl.col("method") == "rag") & (pl.col("set") == "counterfactual")).then(pl.col("memory_answer"))
+        .otherwise(pl.col("prediction")).alias("prediction"))
 
 
-def _set_recall(repo: Path, recall: float) -> None:
-    for r in ELEMENTS:
-        path = repo / f"data/ckplug/train_stats/{r}.json"
-        path.write_text(json.dumps(json.loads(path.read_text()) | {"closed_book_recall": recall}))
+def _set_recall(recall: float) -> Edit:
+    return {"train_stats": lambda stats: stats | {"closed_book_recall": recall}}
 
 
-def _set_cost_ratio(repo: Path, ratio: float) -> None:
+def _set_cost_ratio(ratio: float) -> Edit:
     """CK-PLUG's decoding seconds rewritten to `ratio` times plain RAG decoding's seconds per token."""
-    for r in ELEMENTS:
-        path = repo / f"data/ckplug/decode_stats/{r}.json"
-        stats = json.loads(path.read_text())
+    def swap(stats: dict) -> dict:
         rag = [x for x in stats["runs"] if x["method"] == "rag"]
         per_token = sum(x["seconds"] for x in rag) / sum(x["new_tokens"] for x in rag)
         for x in stats["runs"]:
             if x["method"] == "ck-plug":
                 x["seconds"] = ratio * per_token * x["new_tokens"]
-        path.write_text(json.dumps(stats))
+        return stats
+    return {"decode_stats": swap}
 
 
-def _judge(repo: Path, edit) -> dict[str, dict]:
-    """Rewrite evaluate's inputs with `edit`, rerun `paperdag stage ckplug:evaluate`, judge the claims; the inputs
-    are restored afterwards."""
-    from paperdag.engine.claims import evaluate_pipeline
+# Inputs under which every claim's effect is there: adaptive CK-PLUG answers the gold, CK-PLUG at alpha answers
+# memory on a share alpha of the counterfactual items and the context on the rest (MR = 100 alpha, ConR at alpha 0
+# 100 %) and RAG's answers on the adaptive set, RAG answers memory on the counterfactual set (ConR 0), recall is
+# perfect, CK-PLUG decodes at twice plain decoding's time per token.
+ORACLE = [{"predictions": _oracle_predictions}, _replace_predictions(["ck-plug"], "rag", only_set="adaptive"), _set_recall(1.0),
+          _set_cost_ratio(2.0)]
 
-    inputs = [p for d in ("predictions", "train_stats", "decode_stats") for p in (repo / "data/ckplug" / d).iterdir()]
-    saved = {p: p.read_bytes() for p in inputs}
-    try:
-        edit(repo)
-        cli(repo, "stage", "ckplug:evaluate")
-        return evaluate_pipeline(repo, "ckplug")
-    finally:
-        for p, data in saved.items():
-            p.write_bytes(data)
+
+def _judge(repo: Path, edits: list[Edit]) -> dict[str, dict]:
+    """The claims on the metrics ckplug:evaluate computes from its inputs rewritten by `edits`, in order."""
+    def composed(fns: list[Callable]) -> Callable:
+        def swap(value):
+            for fn in fns:
+                value = fn(value)
+            return value
+        return swap
+
+    names = dict.fromkeys(name for edit in edits for name in edit)
+    return judged_after(repo, "ckplug:evaluate", **{n: composed([e[n] for e in edits if n in e]) for n in names})
 
 
 def test_ckplug_declares_the_claims_with_paper_sentence_and_baseline() -> None:
@@ -205,11 +187,11 @@ def test_ckplug_declares_the_claims_with_paper_sentence_and_baseline() -> None:
     assert doc["claims"]["task_learnable"]["baseline"] == "none"
 
 
-def test_every_claim_can_hold_under_oracle_inputs(claims_repo: Path) -> None:
+def test_every_claim_can_hold_under_oracle_inputs(repo: Path) -> None:
     """With the claimed effects written into evaluate's inputs (both training arms), no claim is `not_held`: the ones
     whose replicates agree exactly are `held`; the paired accuracy differences (baselines' accuracies differ between
     replicates) at least pass on their mean."""
-    claims = _judge(claims_repo, _oracle)
+    claims = _judge(repo, ORACLE)
     assert set(claims) == CLAIMS
     for name in ("mr_range_wide", "mr_monotone", "decode_cost", "task_learnable", "mr_range_wide_training_free", "conr_alpha0_above_rag"):
         assert claims[name]["status"] == "held", (name, claims[name])
@@ -223,24 +205,21 @@ ADAPTIVE_CLAIMS = {"adaptive_beats_rag", "adaptive_beats_norag", "adaptive_beats
 # different inputs (rows of other methods, other files) are judged in one evaluate rerun; adaptive CK-PLUG's rows are
 # replaced by RAG's, no-RAG's or CAD's (one beta) in separate reruns. Every swap edits both training arms.
 SWAPS = {
-    "adaptive_by_rag": ({"adaptive_beats_rag", "adaptive_beats_rag_training_free"},
-                        lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "rag")),
-    "adaptive_by_norag": ({"adaptive_beats_norag", "adaptive_beats_norag_training_free"},
-                          lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "no-rag")),
-    "adaptive_by_fixed_alpha": ({"adaptive_beats_fixed_alpha"},
-                                lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "ck-plug", alpha=1.0)),
-    "adaptive_by_cad": ({"adaptive_beats_cad"}, lambda repo: _replace_predictions(repo, ["ck-plug-adaptive"], "cad beta=0.5")),
+    "adaptive_by_rag": ({"adaptive_beats_rag", "adaptive_beats_rag_training_free"}, _replace_predictions(["ck-plug-adaptive"], "rag")),
+    "adaptive_by_norag": ({"adaptive_beats_norag", "adaptive_beats_norag_training_free"}, _replace_predictions(["ck-plug-adaptive"], "no-rag")),
+    "adaptive_by_fixed_alpha": ({"adaptive_beats_fixed_alpha"}, _replace_predictions(["ck-plug-adaptive"], "ck-plug", alpha=1.0)),
+    "adaptive_by_cad": ({"adaptive_beats_cad"}, _replace_predictions(["ck-plug-adaptive"], "cad beta=0.5")),
     "alpha_sweep_constant": ({"mr_range_wide", "mr_monotone", "mr_range_wide_training_free", "conr_alpha0_above_rag"},
-                             lambda repo: _replace_predictions(repo, ["ck-plug"], "rag")),
-    "untrained_recall": ({"task_learnable"}, lambda repo: _set_recall(repo, 0.0)),
-    "three_passes_per_token": ({"decode_cost"}, lambda repo: _set_cost_ratio(repo, 3.0)),
+                             _replace_predictions(["ck-plug"], "rag")),
+    "untrained_recall": ({"task_learnable"}, _set_recall(0.0)),
+    "three_passes_per_token": ({"decode_cost"}, _set_cost_ratio(3.0)),
 }
 
 
 @pytest.mark.parametrize("swaps", [["adaptive_by_rag", "alpha_sweep_constant", "untrained_recall", "three_passes_per_token"],
                                    ["adaptive_by_norag"], ["adaptive_by_cad"], ["adaptive_by_fixed_alpha"]],
                          ids=["rag-sweep-recall-cost", "norag", "cad", "fixed-alpha"])
-def test_claim_is_not_held_when_the_method_output_is_the_baselines(claims_repo: Path, swaps: list[str]) -> None:
+def test_claim_is_not_held_when_the_method_output_is_the_baselines(repo: Path, swaps: list[str]) -> None:
     """Starting from the oracle inputs (every claim passes), replacing the method's output by its strongest baseline's
     makes exactly the claims about that output not held: adaptive CK-PLUG's predictions by RAG's (or no-RAG's, or
     CAD's at one beta: never above CAD at its best, or CK-PLUG's at alpha 1: never above its best fixed alpha), every
@@ -252,12 +231,7 @@ def test_claim_is_not_held_when_the_method_output_is_the_baselines(claims_repo: 
     # model may also fall to no-RAG's accuracy): only the targeted ones are asserted
     touched = failing | (ADAPTIVE_CLAIMS if failing & ADAPTIVE_CLAIMS else set())
 
-    def edit(repo: Path) -> None:
-        _oracle(repo)
-        for s in swaps:
-            SWAPS[s][1](repo)
-
-    claims = _judge(claims_repo, edit)
+    claims = _judge(repo, [*ORACLE, *(SWAPS[s][1] for s in swaps)])
     for name in failing:
         assert claims[name]["status"] == "not_held", (name, claims[name])
     for name in CLAIMS - touched:

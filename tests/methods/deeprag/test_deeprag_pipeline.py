@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("deeprag")
 CLAIMS = {"matches_always_with_half_the_retrievals", "beats_never_retrieve", "beats_threshold", "calibration_raises_mcc"}
@@ -44,20 +44,13 @@ def test_every_arm_answers_the_same_test_questions(repo: Path) -> None:
 
 
 def _judged(repo: Path, swap) -> dict[str, dict]:
-    """The claims on the metrics evaluate computes after `swap(predictions, steps)` rewrote replicate 0's outputs."""
-    from paperdag.engine import Item
-    from paperdag.engine.claims import judge_all, parse
-    from stages.deeprag import EvaluateParams, evaluate
+    """The claims on the metrics evaluate computes after `swap(predictions, steps)` rewrote each replicate's outputs."""
+    def edit(inputs: dict) -> None:
+        predictions, steps = inputs["predictions"], inputs["steps"]
+        for i in predictions:
+            predictions[i], steps[i] = swap(predictions[i], steps[i])
 
-    items = [Item({"replicate": r}) for r in yaml.safe_load((repo / "params.yaml").read_text())["deeprag"]["replicates"]]
-    data = repo / "data/deeprag"
-    predictions, steps = {}, {}
-    for i in items:
-        predictions[i], steps[i] = swap(pl.read_parquet(data / f"predictions/{i}.parquet"), pl.read_parquet(data / f"steps/{i}.parquet"))
-    stats = {i: json.loads((data / f"lm_stats/{i}.json").read_text()) for i in items}
-    metrics = json.loads(json.dumps(evaluate(EvaluateParams(), predictions, steps, stats)["metrics"]))
-    file = str(repo / "pipelines/deeprag.yaml")
-    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {"data/deeprag/metrics.json": metrics})
+    return judged_after(repo, "deeprag:evaluate", edit)
 
 
 def _as(arm: str, source: str):

@@ -6,16 +6,15 @@ output is replaced by its baseline's (pipeline contract, section 3)."""
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("lookaheadkv")
 
@@ -101,100 +100,54 @@ def test_claims_are_declared_on_intervals_over_replicates(repo: Path, params: di
     assert claims["lm_solves_the_tasks"]["status"] in {"held", "not_held"}
 
 
-def _rerun(built: Path, dest: Path, edit) -> dict[str, dict]:
-    """Copy the built repo's pipeline outputs, let `edit(repo)` rewrite what evaluate reads, call the evaluate stage
-    function on them in this process (what `paperdag stage lookaheadkv:evaluate` runs, without a process per case)
-    and judge the claims on its new metrics.json."""
-    import importlib.util
-
-    from paperdag.engine import Item
-    from paperdag.engine.claims import evaluate_pipeline
-
-    repo = dest
-    shutil.copytree(built / DATA, repo / DATA, symlinks=False)
-    for name in ("pipelines", "stages", "params.yaml"):
-        (shutil.copytree if (built / name).is_dir() else shutil.copy)(built / name, repo / name)
-    edit(repo)
-    spec = importlib.util.spec_from_file_location("lookaheadkv_stages", built / "stages/lookaheadkv.py")
-    stages = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = stages  # dataclasses resolve their module's names
-    spec.loader.exec_module(stages)
-    section = yaml.safe_load((repo / "params.yaml").read_text())["lookaheadkv"]
-    keys = [Item({"replicate": r}) for r in section["replicates"]]
-
-    def gather(sub: str, suffix: str, read) -> dict:
-        return {k: read(repo / f"{DATA}/{sub}/{k.replicate}{suffix}") for k in keys}
-
-    js = lambda p: json.loads(p.read_text())  # noqa: E731
-    out = stages.evaluate(stages.EvaluateParams(small_budgets=section["evaluate"]["small_budgets"]), gather("train_stats", ".json", js),
-                          gather("lookahead_stats", ".json", js), gather("predictions", ".parquet", pl.read_parquet),
-                          gather("eviction_stats", ".json", js))
-    (repo / f"{DATA}/metrics.json").write_text(json.dumps(out["metrics"]))
-    return evaluate_pipeline(repo, "lookaheadkv")
-
-
-def _replace(path: Path, write) -> None:
-    path.unlink()  # a fresh file: never write through a link into DVC's cache
-    write(path)
-
-
-def _set_predictions(split: str, lookahead: str) -> callable:
-    """An edit: on `split`, SnapKV wrong everywhere and LookaheadKV right everywhere ("better"), or LookaheadKV's
-    rows given SnapKV's outputs ("snapkv")."""
-    def edit(repo: Path) -> None:
-        for path in sorted((repo / f"{DATA}/predictions").glob("*.parquet")):
-            frame = pl.read_parquet(path)
+def _set_predictions(*changes: tuple[str, str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A replicate's predictions with, per (split, change): on that split, SnapKV wrong everywhere and LookaheadKV
+    right everywhere ("better"), or LookaheadKV's rows given SnapKV's outputs ("snapkv")."""
+    def swap(frame: pl.DataFrame) -> pl.DataFrame:
+        for split, lookahead in changes:
             on = pl.col("split") == split
             snap = frame.filter((pl.col("method") == "snapkv") & on).select("row", "budget", pl.col("correct").alias("snap"))
             if lookahead == "better":
-                new = frame.with_columns(pl.when(on & (pl.col("method") == "snapkv")).then(False)
-                                         .when(on & (pl.col("method") == "lookahead")).then(True)
-                                         .otherwise(pl.col("correct")).alias("correct"))
+                frame = frame.with_columns(pl.when(on & (pl.col("method") == "snapkv")).then(False)
+                                           .when(on & (pl.col("method") == "lookahead")).then(True)
+                                           .otherwise(pl.col("correct")).alias("correct"))
             else:
-                new = (frame.join(snap, on=["row", "budget"], how="left")
-                       .with_columns(pl.when(on & (pl.col("method") == "lookahead")).then(pl.col("snap")).otherwise(pl.col("correct"))
-                                     .alias("correct")).select(frame.columns))
-            _replace(path, new.write_parquet)
-    return edit
+                frame = (frame.join(snap, on=["row", "budget"], how="left")
+                         .with_columns(pl.when(on & (pl.col("method") == "lookahead")).then(pl.col("snap")).otherwise(pl.col("correct"))
+                                       .alias("correct")).select(frame.columns))
+        return frame
+    return swap
 
 
-def _set_times(scale: dict[str, tuple[str, float]]) -> callable:
-    """An edit: each named method's timed runs given `source` method's time x factor, per timed row and budget."""
-    def edit(repo: Path) -> None:
-        for path in sorted((repo / f"{DATA}/eviction_stats").glob("*.json")):
-            stats = json.loads(path.read_text())
-            by = {(r["row"], r["budget"], r["method"]): r["seconds"] for r in stats["runs"]}
-            for r in stats["runs"]:
-                if r["method"] in scale:
-                    source, factor = scale[r["method"]]
-                    r["seconds"] = by[(r["row"], r["budget"], source)] * factor
-            _replace(path, lambda p, s=stats: p.write_text(json.dumps(s)))
-    return edit
-
-
-def _edits(*edits) -> callable:
-    def edit(repo: Path) -> None:
-        for e in edits:
-            e(repo)
-    return edit
+def _set_times(scale: dict[str, tuple[str, float]]) -> Callable[[dict], dict]:
+    """A replicate's eviction stats with each named method's timed runs given `source` method's time x factor, per
+    timed row and budget."""
+    def swap(stats: dict) -> dict:
+        by = {(r["row"], r["budget"], r["method"]): r["seconds"] for r in stats["runs"]}
+        for r in stats["runs"]:
+            if r["method"] in scale:
+                source, factor = scale[r["method"]]
+                r["seconds"] = by[(r["row"], r["budget"], source)] * factor
+        return stats
+    return swap
 
 
 @pytest.fixture(scope="module")
-def held(repo: Path, tmp_path_factory) -> dict[str, dict]:
+def held(repo: Path) -> dict[str, dict]:
     """The claims when LookaheadKV is right wherever SnapKV is wrong (both splits), at SnapKV's time, the draft
     method at 10x SnapKV's."""
-    return _rerun(repo, tmp_path_factory.mktemp("held") / "repo", _edits(
-        _set_predictions("question_before", "better"), _set_predictions("question_after", "better"),
-        _set_times({"full": ("snapkv", 0.5), "lookahead": ("snapkv", 1.0), "draft": ("snapkv", 10.0)})))
+    return judged_after(repo, "lookaheadkv:evaluate",
+                        predictions=_set_predictions(("question_before", "better"), ("question_after", "better")),
+                        eviction_stats=_set_times({"full": ("snapkv", 0.5), "lookahead": ("snapkv", 1.0), "draft": ("snapkv", 10.0)}))
 
 
 @pytest.fixture(scope="module")
-def replaced(repo: Path, tmp_path_factory) -> dict[str, dict]:
+def replaced(repo: Path) -> dict[str, dict]:
     """The claims when LookaheadKV's output is its baselines': SnapKV's predictions on both splits, the draft
     method's time (here twice SnapKV's)."""
-    return _rerun(repo, tmp_path_factory.mktemp("replaced") / "repo", _edits(
-        _set_predictions("question_before", "snapkv"), _set_predictions("question_after", "snapkv"),
-        _set_times({"full": ("snapkv", 0.5), "draft": ("snapkv", 2.0), "lookahead": ("snapkv", 2.0)})))
+    return judged_after(repo, "lookaheadkv:evaluate",
+                        predictions=_set_predictions(("question_before", "snapkv"), ("question_after", "snapkv")),
+                        eviction_stats=_set_times({"full": ("snapkv", 0.5), "draft": ("snapkv", 2.0), "lookahead": ("snapkv", 2.0)}))
 
 
 @pytest.mark.parametrize("split", sorted(SPLITS))

@@ -5,14 +5,13 @@ failing when the method's output is replaced by its baseline's (pipeline contrac
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from support import cli, smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("mfc")
 
@@ -85,17 +84,11 @@ def test_claims_are_declared_and_held_where_their_falsification_starts(repo: Pat
     assert claims["improves_on_simple"]["status"] == "held", claims["improves_on_simple"]  # so its falsification bites
 
 
-def _swapped(built: Path, dest: Path, swap, table: str = "results") -> dict[str, dict]:
-    """Copy the built repo, let `swap(frame, metrics)` rewrite data/mfc/<table>.parquet (what evaluate reads from
-    infer, or from compare), rerun `paperdag stage mfc:evaluate` there and evaluate the claims on its new metrics."""
-    from paperdag.engine.claims import evaluate_pipeline
-
-    repo = shutil.copytree(built, dest, symlinks=True)
-    path = repo / f"data/mfc/{table}.parquet"
-    results = pl.read_parquet(path)
-    swap(results, json.loads((repo / "data/mfc/metrics.json").read_text())).write_parquet(path)
-    cli(repo, "stage", "mfc:evaluate")
-    return evaluate_pipeline(repo, "mfc")
+def _swapped(built: Path, swap, table: str = "results") -> dict[str, dict]:
+    """The claims on the metrics `mfc:evaluate` computes after `swap(frame, metrics)` rewrote its input `table`
+    (results from infer, or compare), metrics being metrics.json as built (support.judged_after)."""
+    metrics = json.loads((built / "data/mfc/metrics.json").read_text())
+    return judged_after(built, "mfc:evaluate", **{table: lambda frame: swap(frame, metrics)})
 
 
 _COPIED = ["forest_cost", "completion_cost", "tree_cost", "selection_calls", "candidate_calls", "calls", "reps", "radius_sum",
@@ -123,24 +116,23 @@ def _fixed(compare: pl.DataFrame, r: int) -> pl.DataFrame:
     return compare.filter((pl.col("variant") == "fixed-r") & (pl.col("knob") == r))
 
 
-def test_improves_on_simple_fails_when_the_budgeted_completion_is_the_simple_one(repo: Path, tmp_path: Path) -> None:
+def test_improves_on_simple_fails_when_the_budgeted_completion_is_the_simple_one(repo: Path) -> None:
     """Claim falsification (contract section 3): every replicate's greedy-B / dp-B rows replaced by its `simple`
     completion (fixed-r with r = 1, the prior 2.62-approximation) make the paired difference 0 in every seed: the
     claim against simple is then not held."""
-    claims = _swapped(repo, tmp_path / "repo", lambda compare, metrics: _methods_as(compare, _fixed(compare, 1)), table="compare")
+    claims = _swapped(repo, lambda compare, metrics: _methods_as(compare, _fixed(compare, 1)), table="compare")
     assert claims["improves_on_simple"]["status"] == "not_held", claims["improves_on_simple"]
     assert claims["improves_on_simple"]["value"] == 0.0
 
 
-def test_fixed_r_claim_is_not_held_with_fixed_r_in_the_method_and_held_against_a_weaker_fixed_r(repo: Path,
-                                                                                               tmp_path: Path) -> None:
+def test_fixed_r_claim_is_not_held_with_fixed_r_in_the_method_and_held_against_a_weaker_fixed_r(repo: Path) -> None:
     """Claim falsification both ways: dp-B replaced by the largest fixed-r (more calls than any matched baseline, so
     never worse: the claim not held); every fixed-r with r >= 2 replaced by simple (a fixed-r that gains nothing from
     its calls), against which dp-B's real completions hold the claim. So the claim reads the method's output."""
     def stronger(compare: pl.DataFrame, metrics: dict) -> pl.DataFrame:
         return _methods_as(compare, _fixed(compare, int(compare["knob"].filter(compare["variant"] == "fixed-r").max())))
 
-    claims = _swapped(repo, tmp_path / "strong", stronger, table="compare")
+    claims = _swapped(repo, stronger, table="compare")
     assert claims["beats_fixed_r_at_equal_calls"]["status"] == "not_held", claims["beats_fixed_r_at_equal_calls"]
 
     def weaker(compare: pl.DataFrame, metrics: dict) -> pl.DataFrame:
@@ -151,11 +143,11 @@ def test_fixed_r_claim_is_not_held_with_fixed_r_in_the_method_and_held_against_a
                               pl.when(weak).then(pl.col("s_ratio")).otherwise(pl.col("cost_ratio_opt")).alias("cost_ratio_opt"))
                 .select(compare.columns))
 
-    claims = _swapped(repo, tmp_path / "weak", weaker, table="compare")
+    claims = _swapped(repo, weaker, table="compare")
     assert claims["beats_fixed_r_at_equal_calls"]["status"] == "held", claims["beats_fixed_r_at_equal_calls"]
 
 
-def test_tight_claim_fails_when_the_worst_case_is_completed_optimally(repo: Path, tmp_path: Path) -> None:
+def test_tight_claim_fails_when_the_worst_case_is_completed_optimally(repo: Path) -> None:
     """Claim falsification: the worst case's simple row replaced by its optimal completion (cost ratio 1) is not
     tight; the real simple row is within 2 (the bound) and >= 1.9."""
     metrics = json.loads((repo / "data/mfc/metrics.json").read_text())
@@ -165,12 +157,11 @@ def test_tight_claim_fails_when_the_worst_case_is_completed_optimally(repo: Path
         simple = (pl.col("family") == "worst") & (pl.col("variant") == "fixed-r") & (pl.col("knob") == 1)
         return compare.with_columns(pl.when(simple).then(1.0).otherwise(pl.col("cost_ratio_opt")).alias("cost_ratio_opt"))
 
-    claims = _swapped(repo, tmp_path / "repo", swap, table="compare")
+    claims = _swapped(repo, swap, table="compare")
     assert claims["factor_two_tight"]["status"] == "not_held", claims["factor_two_tight"]
 
 
-def test_call_and_speed_claims_fail_when_the_budgeted_completion_is_exact_prim(repo: Path,
-                                                                               tmp_path: Path) -> None:
+def test_call_and_speed_claims_fail_when_the_budgeted_completion_is_exact_prim(repo: Path) -> None:
     """Claim falsification: the budgeted rows replaced by exact Prim's cost, distance calls and wall time (the
     evaluate stage's reference) turn the held distance-call claim into not held and fail the speed-up claim (Prim
     against itself: ~1x; it is a wall-time claim, so its unswapped status at smoke scale is not asserted); the cost
@@ -189,13 +180,13 @@ def test_call_and_speed_claims_fail_when_the_budgeted_completion_is_exact_prim(r
         )
         return _budgeted_as(results, prim)
 
-    claims = _swapped(repo, tmp_path / "repo", swap)
+    claims = _swapped(repo, swap)
     assert claims["few_distance_calls"]["status"] != "held", claims["few_distance_calls"]
     assert claims["faster_than_exact"]["status"] != "held", claims["faster_than_exact"]
     assert claims["near_mst_cost"]["status"] == "held"
 
 
-def test_bound_claim_fails_when_a_completion_breaks_the_bound(repo: Path, tmp_path: Path) -> None:
+def test_bound_claim_fails_when_a_completion_breaks_the_bound(repo: Path) -> None:
     """The method-alone claims (no baseline to swap in) can fail too: a budgeted tree costing 3x the optimal
     completion breaks cost <= 2 opt, and is no longer within 1.05 x MST (the 2 gamma bound failing on its own is
     tests/methods/mfc/test_mfc_completion.py's hand-made line)."""
@@ -206,6 +197,6 @@ def test_bound_claim_fails_when_a_completion_breaks_the_bound(repo: Path, tmp_pa
                 .with_columns(pl.when(broken).then(3 * pl.col("opt_cost")).otherwise(pl.col("tree_cost")).alias("tree_cost"))
                 .drop("opt_cost"))
 
-    claims = _swapped(repo, tmp_path / "repo", swap)
+    claims = _swapped(repo, swap)
     assert claims["within_proven_bound"]["status"] == "not_held", claims["within_proven_bound"]
     assert claims["near_mst_cost"]["status"] == "not_held", claims["near_mst_cost"]

@@ -6,7 +6,6 @@ claim failing when the method's output is replaced by its baseline's (pipeline c
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import cli, smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("milco")
 
@@ -142,27 +141,14 @@ def test_claims_are_declared_on_intervals(repo: Path) -> None:
     assert all(c["n"] == len(_params(repo)["replicates"]) and c["ci95_low"] is not None for c in claims.values())
 
 
-def _swapped(built: Path, dest: Path, swap: Callable[[Path, dict], None]) -> dict[str, dict]:
-    """Copy the built repo, let `swap(replicate dir, params)` rewrite what evaluate reads in every replicate, rerun
-    `paperdag stage milco:evaluate` there and evaluate the claims on its new metrics."""
-    from paperdag.engine.claims import evaluate_pipeline
-
-    repo = shutil.copytree(built, dest, symlinks=True)
-    params = _params(repo)
-    for r in params["replicates"]:
-        swap(repo / f"data/milco/{r}", params)
-    cli(repo, "stage", "milco:evaluate")
-    return evaluate_pipeline(repo, "milco")
-
-
-def _rankings_as(variant: str, rho: float | None) -> Callable[[Path, dict], None]:
-    """MILCO's rankings at the headline rho replaced by `variant`'s (at `rho`, None for a baseline), query by query."""
-    def swap(root: Path, params: dict) -> None:
-        runs = pl.read_parquet(root / "runs.parquet")
+def _rankings_as(variant: str, rho: float | None, headline_rho: float) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A replicate's runs with MILCO's rankings at the headline rho replaced by `variant`'s (at `rho`, None for a
+    baseline), query by query."""
+    def swap(runs: pl.DataFrame) -> pl.DataFrame:
         source = runs.filter((pl.col("variant") == variant) & (pl.col("rho").is_null() if rho is None else pl.col("rho") == rho))
-        target = (pl.col("variant") == "milco") & (pl.col("rho") == params["evaluate"]["headline_rho"])
+        target = (pl.col("variant") == "milco") & (pl.col("rho") == headline_rho)
         swapped = (runs.filter(target).drop("ranking").join(source.select("query_id", "ranking"), on="query_id").select(runs.columns))
-        pl.concat([runs.filter(~target), swapped]).write_parquet(root / "runs.parquet")
+        return pl.concat([runs.filter(~target), swapped])
     return swap
 
 
@@ -172,31 +158,32 @@ def _rankings_as(variant: str, rho: float | None) -> Callable[[Path, dict], None
     ("lexecho_helps_proper_nouns", "no_echo", True),
     ("connector_helps", "no_connector", True),
 ])
-def test_quality_claims_fail_when_milco_ranks_as_its_baseline(repo: Path, tmp_path: Path, claim: str, variant: str,
-                                                              at_headline: bool) -> None:
+def test_quality_claims_fail_when_milco_ranks_as_its_baseline(repo: Path, claim: str, variant: str, at_headline: bool) -> None:
     """Claim falsification: MILCO's pruned rankings replaced by the baseline's (the same queries, every replicate) give
     a paired difference of 0 in every replicate: the claim is then not held."""
-    rho = _params(repo)["evaluate"]["headline_rho"] if at_headline else None
-    claims = _swapped(repo, tmp_path / "repo", _rankings_as(variant, rho))
+    headline_rho = _params(repo)["evaluate"]["headline_rho"]
+    claims = judged_after(repo, "milco:evaluate", runs=_rankings_as(variant, headline_rho if at_headline else None, headline_rho))
     assert claims[claim]["status"] == "not_held", claims[claim]
     assert claims[claim]["value"] == 0.0
 
 
-def test_size_and_latency_claims_fail_when_milco_is_the_dense_baseline(repo: Path, tmp_path: Path) -> None:
+def test_size_and_latency_claims_fail_when_milco_is_the_dense_baseline(repo: Path) -> None:
     """Claim falsification: MILCO's pruned index given the fair dense baseline's bytes and dimensions, and its search
     the dense search's latency, make both ratios 1 and the active dims the dense dimension: all three not held."""
-    def swap(root: Path, params: dict) -> None:
-        stats = json.loads((root / "index_stats.json").read_text())
-        rho, trained = params["evaluate"]["headline_rho"], stats["dense_trained"]
+    rho = _params(repo)["evaluate"]["headline_rho"]
+
+    def index_as_dense(stats: dict) -> dict:
+        trained = stats["dense_trained"]
         for row in stats["sparse"]:
             if row["variant"] == "milco" and row["rho"] == rho:
                 row |= {"index_bytes": trained["index_bytes"], "active_dims": float(trained["dim"])}
-        (root / "index_stats.json").write_text(json.dumps(stats))
-        latency = json.loads((root / "latency.json").read_text())
+        return stats
+
+    def search_as_dense(latency: dict) -> dict:
         latency[f"milco/rho_{rho:g}"]["search_ms_mean"] = latency["dense_trained"]["search_ms_mean"]
-        (root / "latency.json").write_text(json.dumps(latency))
+        return latency
 
     assert _params(repo)["model"]["hidden_size"] > 30  # so the dense dimension breaks the ~30 dims claim
-    claims = _swapped(repo, tmp_path / "repo", swap)
+    claims = judged_after(repo, "milco:evaluate", index_stats=index_as_dense, latency=search_as_dense)
     for name in ("pruned_index_5x_smaller", "pruned_search_faster", "about_30_active_dims"):
         assert claims[name]["status"] == "not_held", claims[name]

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("proofbridge")
 
@@ -56,23 +56,8 @@ def test_outputs_cover_every_test_theorem_arm_and_retriever(repo: Path) -> None:
 
 def _judged(repo: Path, swap_retrieval=None, swap_attempts=None) -> dict[str, dict]:
     """The claims on the metrics evaluate computes after rewriting each replicate's retrieval ranks / attempts."""
-    from paperdag.engine.claims import judge_all, parse
-    from stages.proofbridge import EvaluateParams, evaluate
-
-    data = repo / "data/proofbridge"
-    its = items(repo)
-    retrieval = {i: pl.read_parquet(data / f"retrieval/{i}.parquet") for i in its}
-    attempts = {i: pl.read_parquet(data / f"attempts/{i}.parquet") for i in its}
-    if swap_retrieval:
-        retrieval = {i: swap_retrieval(r) for i, r in retrieval.items()}
-    if swap_attempts:
-        attempts = {i: swap_attempts(a) for i, a in attempts.items()}
-    stats = {name: {i: json.loads((data / f"{name}/{i}.json").read_text()) for i in its} for name in ("embed_stats", "gen_stats", "repair_stats")}
-    params = yaml.safe_load((repo / "params.yaml").read_text())["proofbridge"]["evaluate"]
-    out = evaluate(EvaluateParams(**params), retrieval, attempts, stats["embed_stats"], stats["gen_stats"], stats["repair_stats"])
-    metrics = json.loads(json.dumps(out["metrics"]))
-    file = str(repo / "pipelines/proofbridge.yaml")
-    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {"data/proofbridge/metrics.json": metrics})
+    swaps = {"retrieval": swap_retrieval, "attempts": swap_attempts}
+    return judged_after(repo, "proofbridge:evaluate", **{name: swap for name, swap in swaps.items() if swap})
 
 
 def _arm_as_method(arm: str, att: pl.DataFrame) -> pl.DataFrame:

@@ -6,14 +6,13 @@ roll-outs are replaced by its baseline's (pipeline contract, section 3)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from support import cli, smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("rap")
 
@@ -84,27 +83,21 @@ def test_claims_are_declared_on_paired_intervals(repo: Path) -> None:
     assert all(claims[c]["status"] in {"held", "not_held"} for c in CLAIMS - set(PAIRED_CLAIMS))
 
 
-def _swapped(built: Path, dest: Path, base: str) -> dict[str, dict]:
-    """Copy the built repo, give every arm's roll-outs `base`'s episode scores (same replicate, same scenario), rerun
-    `paperdag stage rap:evaluate` there and evaluate the claims on its new metrics."""
-    from paperdag.engine.claims import evaluate_pipeline
-
-    repo = shutil.copytree(built, dest, symlinks=True)
-    path = repo / "data/rap/rollouts.parquet"
-    rollouts = pl.read_parquet(path)
-    baseline = rollouts.filter(pl.col("arm") == base).drop("arm")
-    trained = pl.col("arm").is_in(ARMS)
-    swapped = rollouts.filter(trained).select("arm", "replicate", "scenario").join(baseline, on=["replicate", "scenario"])
-    pl.concat([rollouts.filter(~trained), swapped.select(rollouts.columns)]).write_parquet(path)
-    cli(repo, "stage", "rap:evaluate")
-    return evaluate_pipeline(repo, "rap")
+def _driving_as(base: str):
+    """Roll-outs with every arm's episodes given `base`'s episode scores (same replicate, same scenario)."""
+    def swap(rollouts: pl.DataFrame) -> pl.DataFrame:
+        baseline = rollouts.filter(pl.col("arm") == base).drop("arm")
+        trained = pl.col("arm").is_in(ARMS)
+        swapped = rollouts.filter(trained).select("arm", "replicate", "scenario").join(baseline, on=["replicate", "scenario"])
+        return pl.concat([rollouts.filter(~trained), swapped.select(rollouts.columns)])
+    return swap
 
 
-def test_paired_claims_fail_when_every_arm_drives_like_il_real(repo: Path, tmp_path: Path) -> None:
+def test_paired_claims_fail_when_every_arm_drives_like_il_real(repo: Path) -> None:
     """Claim falsification (contract section 3): every arm's episodes replaced by IL-real's, so each claim's
     method drives exactly like its baseline (RAP like IL-real, recovery like raster, R2R like cross-agent): every
     paired difference is 0 and every paired claim not held, whatever it was before."""
-    claims = _swapped(repo, tmp_path / "repo", "il_real")
+    claims = judged_after(repo, "rap:evaluate", rollouts=_driving_as("il_real"))
     for claim in PAIRED_CLAIMS:
         assert claims[claim]["status"] == "not_held", claims[claim]
         assert claims[claim]["value"] == 0.0

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("rot")
 
@@ -47,18 +47,7 @@ def test_graph_and_predictions_cover_the_store_and_every_test_problem_and_arm(re
 
 def _judged(repo: Path, swap) -> dict[str, dict]:
     """The claims on the metrics evaluate computes after `swap(predictions)` rewrote each replicate's predictions."""
-    from paperdag.engine.claims import judge_all, parse
-    from stages.rot import EvaluateParams, evaluate
-
-    data = repo / "data/rot"
-    preds = {i: swap(pl.read_parquet(data / f"predictions/{i}.parquet")) for i in items(repo)}
-    infer_stats = {i: json.loads((data / f"infer_stats/{i}.json").read_text()) for i in preds}
-    train_stats = {i: json.loads((data / f"train_stats/{i}.json").read_text()) for i in preds}
-    out = evaluate(EvaluateParams(), preds, infer_stats, train_stats, pl.read_parquet(data / "problems.parquet"),
-                   pl.read_parquet(data / "graph/nodes.parquet"))
-    metrics = json.loads(json.dumps(out["metrics"]))
-    file = str(repo / "pipelines/rot.yaml")
-    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {"data/rot/metrics.json": metrics})
+    return judged_after(repo, "rot:evaluate", predictions=swap)
 
 
 def _as_rot(arm: str, pred: pl.DataFrame) -> pl.DataFrame:

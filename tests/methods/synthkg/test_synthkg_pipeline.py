@@ -4,7 +4,6 @@ failing once the method's output is its baseline's."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("synthkg")
 
@@ -68,26 +67,11 @@ def test_worlds_questions_and_rankings_have_the_declared_composition(repo: Path)
 
 def _judged(repo: Path, distilled=None, rankings=None) -> dict[str, dict]:
     """The claims on the metrics evaluate computes after `distilled(item, df)` / `rankings(df)` rewrote its inputs."""
-    from paperdag.engine.claims import judge_all, parse
-    from stages.synthkg import EvaluateParams, evaluate
+    def edit(inputs: dict) -> None:
+        if distilled:
+            inputs["distilled"] = {i: distilled(i, df) for i, df in inputs["distilled"].items()}
 
-    d = repo / DATA
-    read = pl.read_parquet
-    dist = {i: read(d / f"distill/kg/{i}.parquet") for i in items(repo)}
-    if distilled:
-        dist = {i: distilled(i, df) for i, df in dist.items()}
-    ranks = read(d / "retrieve/rankings.parquet")
-    if rankings:
-        ranks = rankings(ranks)
-    p = _params(repo)
-    params = EvaluateParams(theta=p["evaluate"]["theta"], thetas=p["evaluate"]["thetas"], k=p["retrieve"]["k"], max_k=p["retrieve"]["max_k"])
-    out = evaluate(params, read(d / "facts.parquet"), read(d / "questions.parquet"), read(d / "teacher/chunks.parquet"),
-                   read(d / "teacher/kg.parquet"), dist, ranks, read(d / "retrieve/tuning.parquet"), read(d / "graph/texts.parquet"),
-                   np.load(d / "graph/embeddings.npy"), json.loads((d / "teacher/teacher_stats.json").read_text()),
-                   {i: json.loads((d / f"distill/stats/{i}.json").read_text()) for i in dist})
-    metrics = json.loads(json.dumps(out["metrics"]))
-    file = str(repo / "pipelines/synthkg.yaml")
-    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {f"{DATA}/metrics.json": metrics})
+    return judged_after(repo, "synthkg:evaluate", edit, **({"rankings": rankings} if rankings else {}))
 
 
 def test_claims_are_declared_and_judged(repo: Path) -> None:

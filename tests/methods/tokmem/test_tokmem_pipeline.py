@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import smoke_group
+from support import judged_after, smoke_group
 
 pytestmark = smoke_group("tokmem")
 
@@ -103,21 +103,12 @@ def test_claims_are_judged_on_replicate_intervals(repo: Path) -> None:
 def _judged(repo: Path, swap) -> dict[str, dict]:
     """The claims on the metrics evaluate computes from the smoke run's predictions after `swap(memory, baselines)`
     rewrote them (per replicate: TokMem's predictions, the baselines')."""
-    from paperdag.engine import Item
-    from paperdag.engine.claims import judge_all, parse
-    from stages.tokmem import EvaluateParams, evaluate
+    def edit(inputs: dict) -> None:
+        memory, baselines = inputs["memory_predictions"], inputs["baseline_predictions"]
+        for i in memory:
+            memory[i], baselines[i] = swap(memory[i], baselines[i])
 
-    items = [Item({"replicate": r}) for r in yaml.safe_load((repo / "params.yaml").read_text())["tokmem"]["replicates"]]
-    data = repo / "data/tokmem"
-    memory, baselines = {}, {}
-    for i in items:
-        memory[i], baselines[i] = swap(pl.read_parquet(data / f"memory_predictions/{i}.parquet"),
-                                       pl.read_parquet(data / f"baseline_predictions/{i}.parquet"))
-    stats = {i: json.loads((data / f"memory_stats/{i}.json").read_text()) for i in items}
-    bstats = {i: json.loads((data / f"baseline_stats/{i}.json").read_text()) for i in items}
-    metrics = json.loads(json.dumps(evaluate(EvaluateParams(), memory, baselines, stats, bstats)["metrics"]))
-    file = str(repo / "pipelines/tokmem.yaml")
-    return judge_all(file, parse(file, yaml.safe_load(Path(file).read_text())["claims"]), {"data/tokmem/metrics.json": metrics})
+    return judged_after(repo, "tokmem:evaluate", edit)
 
 
 def _as(method: str, source: pl.DataFrame, target: pl.DataFrame) -> pl.DataFrame:

@@ -6,7 +6,6 @@ when the method's output is replaced by its baseline's or by a bad index's (pipe
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import polars as pl
 import pytest
 import yaml
 
-from support import cli, smoke_group
+from support import judged, judged_after, metrics_after, smoke_group
 
 pytestmark = smoke_group("welfare_nns")
 
@@ -100,18 +99,6 @@ def test_claims_are_declared_with_intervals_over_replicates(repo: Path) -> None:
     assert claims["near_exact_oracle"]["status"] == "held", claims["near_exact_oracle"]
 
 
-def _swapped(built: Path, dest: Path, swap: Callable[[Path, pl.DataFrame], pl.DataFrame]) -> dict[str, dict]:
-    """Copy the built repo, let `swap(repo, results)` rewrite data/welfare_nns/results.parquet (what evaluate reads
-    from infer), rerun `paperdag stage welfare_nns:evaluate` there and judge the claims on its new metrics."""
-    from paperdag.engine.claims import evaluate_pipeline
-
-    repo = shutil.copytree(built, dest, symlinks=True)
-    path = repo / "data/welfare_nns/results.parquet"
-    swap(repo, pl.read_parquet(path)).write_parquet(path)
-    cli(repo, "stage", "welfare_nns:evaluate")
-    return evaluate_pipeline(repo, "welfare_nns")
-
-
 def _replace_nash(results: pl.DataFrame, scheme: str, rows: Callable[[float], pl.DataFrame]) -> pl.DataFrame:
     """results with gauss/<scheme>'s nash-ann rows at every eta replaced by rows(eta) (same columns, one row per query)."""
     mine = (pl.col("dataset") == "gauss") & (pl.col("scheme") == scheme) & (pl.col("method") == "nash-ann")
@@ -120,22 +107,22 @@ def _replace_nash(results: pl.DataFrame, scheme: str, rows: Callable[[float], pl
     return pl.concat([results.filter(~mine), *new])
 
 
-def test_dominance_fails_when_nash_ann_is_div_ann(repo: Path, tmp_path: Path) -> None:
+def test_dominance_fails_when_nash_ann_is_div_ann(repo: Path) -> None:
     """Claim falsification (contract section 3): Nash-ANN's sets replaced, at every eta, by Div-ANN's with cap 1 (its
     strongest baseline at the diversity end) leave no relevance gain at equal diversity: dominates_div_ann not held."""
-    def swap(_: Path, results: pl.DataFrame) -> pl.DataFrame:
+    def swap(results: pl.DataFrame) -> pl.DataFrame:
         for scheme in ("clus", "prob"):
             div = results.filter((pl.col("dataset") == "gauss") & (pl.col("scheme") == scheme) & (pl.col("method") == "div-ann")
                                  & (pl.col("param") == 1.0))
             results = _replace_nash(results, scheme, lambda eta, div=div: div)
         return results
 
-    claims = _swapped(repo, tmp_path / "repo", swap)
+    claims = judged_after(repo, "welfare_nns:evaluate", results=swap)
     assert claims["dominates_div_ann"]["status"] == "not_held", claims["dominates_div_ann"]
     assert claims["dominates_div_ann"]["value"] <= 0
 
 
-def test_recall_and_oracle_claims_fail_over_a_bad_index(repo: Path, tmp_path: Path) -> None:
+def test_recall_and_oracle_claims_fail_over_a_bad_index(repo: Path) -> None:
     """Claim falsification: Nash-ANN run over a bad index, one that returns each attribute's exact ranks 51-60 in place
     of its 10 nearest (fewer where an attribute is small), fails the set-recall claim against the exact oracle and the
     welfare claim (log NSW above the empty set's). NSW itself cannot see it: with eta >> sigma it stays within 2 % of
@@ -159,13 +146,14 @@ def test_recall_and_oracle_claims_fail_over_a_bad_index(repo: Path, tmp_path: Pa
                          "cos": c[ids[chosen]].tolist(), "latency_ms": 1.0, "select_ms": 0.0})
         return pl.DataFrame(rows)
 
-    def swap(_: Path, results: pl.DataFrame) -> pl.DataFrame:
+    def swap(results: pl.DataFrame) -> pl.DataFrame:
         for scheme in ("clus", "prob"):
             results = _replace_nash(results, scheme, lambda eta, scheme=scheme: ranks_51_60(scheme, eta))
         return results
 
-    claims = _swapped(repo, tmp_path / "repo", swap)
+    metrics = metrics_after(repo, "welfare_nns:evaluate", results=swap)
+    claims = judged(repo, "welfare_nns", metrics)
     assert claims["index_finds_the_exact_set"]["status"] == "not_held", claims["index_finds_the_exact_set"]
     assert claims["index_finds_the_exact_set"]["value"] < 0.5
     assert claims["near_exact_oracle"]["status"] == "not_held", claims["near_exact_oracle"]
-    assert json.loads((tmp_path / "repo/data/welfare_nns/metrics.json").read_text())["headline"]["nash_nsw_vs_exact"] > 0.95
+    assert metrics["data/welfare_nns/metrics.json"]["headline"]["nash_nsw_vs_exact"] > 0.95
