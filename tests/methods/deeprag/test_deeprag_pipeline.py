@@ -93,6 +93,22 @@ def test_joint_claim_fails_when_deeprag_always_retrieves(repo: Path) -> None:
 @pytest.mark.parametrize(("claim", "source"), [("beats_never_retrieve", "never_retrieve"), ("beats_threshold", "threshold"),
                                                ("calibration_raises_mcc", "imitation_only")])
 def test_beating_claims_fail_when_deeprag_is_the_baseline(repo: Path, claim: str, source: str) -> None:
-    """DeepRAG's output replaced by the baseline's: a paired difference of exactly 0, not > 0."""
+    """DeepRAG's output replaced by the baseline's: a paired difference of exactly 0, not > 0. The claim reads
+    DeepRAG's output (the smoke model may tie its baseline already): DeepRAG right on every question and retrieving
+    exactly where the fact is unknown, the baseline wrong everywhere and retrieving exactly where it is known, give
+    a positive difference."""
     judged = _judged(repo, _as("deeprag", source))[claim]
     assert judged["status"] == "not_held" and judged["value"] == 0
+    assert _judged(repo, _better("deeprag", source))[claim]["value"] > 0
+
+
+def _better(arm: str, than: str):
+    """A swap: `arm` right on every question and deciding to retrieve exactly on the steps whose fact is unknown;
+    `than` wrong on every question and deciding the opposite."""
+    def swap(predictions: pl.DataFrame, steps: pl.DataFrame):
+        correct = pl.when(pl.col("arm") == arm).then(True).when(pl.col("arm") == than).then(False).otherwise(pl.col("correct"))
+        known = pl.col("unknown").is_not_null()
+        retrieve = (pl.when((pl.col("arm") == arm) & known).then(pl.col("unknown"))
+                    .when((pl.col("arm") == than) & known).then(~pl.col("unknown")).otherwise(pl.col("retrieve")))
+        return predictions.with_columns(correct.alias("correct")), steps.with_columns(retrieve.alias("retrieve"))
+    return swap

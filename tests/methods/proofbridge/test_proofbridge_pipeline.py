@@ -74,13 +74,21 @@ def test_claims_are_declared_and_judged(repo: Path) -> None:
 
 
 def test_recall_claim_fails_when_the_joint_embedding_ranks_as_frozen_minilm(repo: Path) -> None:
-    """The joint ranks replaced by frozen MiniLM's: a Recall@1 ratio of 1 at most (1 when frozen hits), not >= 2."""
+    """The joint ranks replaced by frozen MiniLM's: a Recall@1 ratio of 1 at most (1 when frozen hits), not >= 2;
+    the joint retriever ranking every gold first and frozen none: at least 2."""
     def swap(r: pl.DataFrame) -> pl.DataFrame:
         frozen = r.filter(pl.col("retriever") == "frozen")
         return pl.concat([frozen, frozen.with_columns(pl.lit("joint").alias("retriever"))])
 
     claim = _judged(repo, swap_retrieval=swap)["joint_recall1_2x_frozen"]
     assert claim["status"] == "not_held" and claim["value"] <= 1
+
+    def joint_alone_first(r: pl.DataFrame) -> pl.DataFrame:  # the claim reads the joint ranks: gold first for joint only
+        return r.with_columns(pl.when(pl.col("retriever") == "joint").then(1).otherwise(pl.col("gold_rank") + 1)
+                              .cast(r["gold_rank"].dtype).alias("gold_rank"))
+
+    held = _judged(repo, swap_retrieval=joint_alone_first)["joint_recall1_2x_frozen"]
+    assert held["status"] != "not_held" and held["value"] >= 2
 
 
 @pytest.mark.parametrize("claim, arm", [("retrieval_repair_beats_no_retrieval", "plain_repair"), ("retrieval_repair_beats_no_repair", "rag")])

@@ -101,3 +101,14 @@ def test_paired_claims_fail_when_every_arm_drives_like_il_real(repo: Path) -> No
     for claim in PAIRED_CLAIMS:
         assert claims[claim]["status"] == "not_held", claims[claim]
         assert claims[claim]["value"] == 0.0
+
+
+def test_paired_claims_hold_when_every_method_drives_better_than_its_baseline(repo: Path) -> None:
+    """The paired claims read the arms' episodes (at smoke scale the arms may tie already): RAP and recovery at 100
+    PDMS in every episode and their baselines (IL-real, raster, cross-agent) at 50 hold every paired claim, +50."""
+    methods = {method for method, _ in PAIRED_CLAIMS.values()}
+    pdms = pl.when(pl.col("arm").is_in(methods)).then(100.0).otherwise(50.0)
+    claims = judged_after(repo, "rap:evaluate", rollouts=lambda r: r.with_columns(pdms.cast(r["PDMS"].dtype).alias("PDMS")))
+    for claim in PAIRED_CLAIMS:
+        assert claims[claim]["status"] == "held", claims[claim]
+        assert claims[claim]["value"] == 50.0

@@ -72,18 +72,24 @@ def test_token_and_latency_claims_fail_when_rot_generates_as_no_template(repo: P
     assert claims["lower_latency"]["status"] == "not_held" and claims["lower_latency"]["value"] == 1
 
 
+def _right(right: str, wrong: str):
+    """A swap: `right`'s answers correct on every problem, `wrong`'s on none."""
+    def swap(p: pl.DataFrame) -> pl.DataFrame:
+        return p.with_columns(pl.when(pl.col("arm") == right).then(True).when(pl.col("arm") == wrong).then(False)
+                              .otherwise(pl.col("correct")).alias("correct"))
+    return swap
+
+
 def test_beating_static_fails_when_rot_is_the_static_template(repo: Path) -> None:
-    """RoT's rows replaced by static top-1's: a paired accuracy difference of exactly 0, not > 0."""
+    """RoT's rows replaced by static top-1's: a paired accuracy difference of exactly 0, not > 0. The claim reads
+    RoT's answers (the smoke model's may tie static's already): RoT right everywhere and static nowhere is +100."""
     claim = _judged(repo, lambda p: _as_rot("static", p))["beats_static_top1"]
     assert claim["status"] == "not_held" and claim["value"] == 0
+    right = _judged(repo, _right("rot", "static"))["beats_static_top1"]
+    assert right["status"] != "not_held" and right["value"] == 100
 
 
 def test_accuracy_claim_fails_when_rot_answers_worse_than_no_template(repo: Path) -> None:
     """No template right on every problem and RoT (the static template's rows) on none: -100 points, not >= -1."""
-    def swap(p: pl.DataFrame) -> pl.DataFrame:
-        p = _as_rot("static", p)
-        return p.with_columns(pl.when(pl.col("arm") == "none").then(True).when(pl.col("arm") == "rot").then(False)
-                              .otherwise(pl.col("correct")).alias("correct"))
-
-    claim = _judged(repo, swap)["accuracy_within_1_point"]
+    claim = _judged(repo, lambda p: _right("none", "rot")(_as_rot("static", p)))["accuracy_within_1_point"]
     assert claim["status"] == "not_held" and claim["value"] == -100
