@@ -6,7 +6,8 @@ its smoke group to run) into each pipeline's (its smoke group, see owner(), and 
 rest (engine, blocks, statistics; its ten slowest tests are listed), with the 25 slowest files and the CPU-seconds
 the machine was busy meanwhile (/proc/stat: the suite is CPU-bound, so this is what it costs). The estimate for
 more pipelines assumes each new pipeline costs the mean of the present ones and the workers stay as busy as in this
-run (wall = test-seconds / that parallelism).
+run (wall = test-seconds / that parallelism); and the test-seconds each new pipeline may cost for the suite to stay
+under the target (--minutes).
 
     .venv/bin/python benchmarks/bench_suite.py [--pipelines 19] [-- PYTEST ARGS]
 """
@@ -55,6 +56,7 @@ def busy_cpu_s() -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pipelines", type=int, default=19, help="how many pipelines to estimate the suite for")
+    ap.add_argument("--minutes", type=float, default=10, help="the suite's target: the budget each new pipeline has")
     ap.add_argument("pytest_args", nargs="*")
     args = ap.parse_args()
     pipelines = {p.stem for p in (REPO / "pipelines").glob("*.yaml")}
@@ -80,6 +82,8 @@ def main() -> None:
     parallelism = total / wall
     mean = statistics.mean(per_pipeline.values())
     estimate = (total + (args.pipelines - len(pipelines)) * mean) / parallelism
+    new = args.pipelines - len(pipelines)
+    budget = (60 * args.minutes * parallelism - total) / new if new > 0 else None  # test-seconds each may add
     results = {
         "exit": r.returncode, "tests": len(cases), "wall_s": wall, "test_seconds": total, "parallelism": parallelism,
         # the machine's, whatever ran on it meanwhile: on an otherwise idle machine, what the suite costs in CPU
@@ -89,6 +93,8 @@ def main() -> None:
         "per_pipeline_s": per_pipeline, "mean_pipeline_s": mean,
         "estimate": {"pipelines": args.pipelines, "wall_s": estimate,
                      "assumes": "each new pipeline costs the present mean; the workers as busy as in this run"},
+        "budget": {"minutes": args.minutes, "per_new_pipeline_s": budget,
+                   "means": "the test-seconds each new pipeline may cost for the suite to stay under the target"},
     }
     out = HERE / "results" / "suite.json"
     out.parent.mkdir(exist_ok=True)
@@ -100,6 +106,8 @@ def main() -> None:
         print(f"  {p:14s} {s:6.0f} test-seconds")
     print(f"mean pipeline {mean:.0f} test-seconds; with {args.pipelines} pipelines: ~{estimate:.0f} s wall "
           f"({estimate / 60:.1f} min)")
+    if budget is not None:
+        print(f"under {args.minutes:g} min, each of the {new} new pipelines may cost {budget:.0f} test-seconds")
     print(f"wrote {out.relative_to(REPO)}")
     sys.exit(r.returncode)
 
