@@ -53,8 +53,10 @@ def main() -> None:
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("pytest_args", nargs="*")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:split])
+    args.pytest_args = argv[split + 1:]
     commits = {"a": git("rev-parse", "--short", args.a), "b": git("rev-parse", "--short", args.b)}
     runs: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
     with tempfile.TemporaryDirectory(prefix="paperdag-ab-") as tmp:
@@ -77,7 +79,8 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2) + "\n")
     for k in ("a", "b"):
         print(f"{commits[k]}: median {median[k]['wall_s']:.0f} s wall, {median[k]['cpu_s']:.0f} CPU-s")
-    print(f"{commits['b']} / {commits['a']}: wall x{results['ratio_b_over_a']['wall_s']:.2f}, CPU x{results['ratio_b_over_a']['cpu_s']:.2f}")
+    ratio = results["ratio_b_over_a"]
+    print(f"{commits['b']} / {commits['a']}: wall x{ratio['wall_s']:.2f}, CPU x{ratio['cpu_s']:.2f}")
     print(f"wrote {out.relative_to(REPO)}")
     sys.exit(max(r["exit"] for rs in runs.values() for r in rs))
 
