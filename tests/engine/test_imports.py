@@ -103,7 +103,8 @@ def test_importing_the_engine_imports_none_of_its_modules():
 
 def test_torch_imported_by_the_stage_function_is_seeded_and_set_up():
     """torch first imported inside the stage function (its module did not) is seeded with the stage's seed and gets
-    the numerics' threads and deterministic kernels, after the hooks stage modules registered (milco's one thread)."""
+    the numerics' threads and deterministic kernels (warn only; inductor's config told only once it is imported),
+    after the hooks stage modules registered (milco's one thread)."""
     r = _fresh("""
 import sys
 from paperdag._lazy import when_imported
@@ -117,7 +118,10 @@ import torch
 drawn = torch.rand(4)
 torch.manual_seed(7)
 print(torch.equal(drawn, torch.rand(4)), torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
-      type(torch.__loader__).__name__)  # its own loader, not the hook's
+      torch.is_deterministic_algorithms_warn_only_enabled(), type(torch.__loader__).__name__)  # its own loader, not the hook's
+print("torch._inductor.config" in sys.modules)  # not imported to set the flag (~1.4 s)
+import torch._inductor.config
+print(torch._inductor.config.deterministic)  # told when it is imported, as torch.use_deterministic_algorithms would
 """)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["True", "3", "True", "SourceFileLoader"]
+    assert r.stdout.split() == ["True", "3", "True", "True", "SourceFileLoader", "False", "True"]

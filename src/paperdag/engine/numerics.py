@@ -123,10 +123,25 @@ def apply_in_process(n: Numerics) -> None:
         torch.set_num_interop_threads(n.threads)
     except RuntimeError:  # only allowed before the first parallel work; the environment already fixed OpenMP
         pass
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _deterministic(torch)
     if torch.backends.cudnn.is_available():
         torch.backends.cudnn.deterministic = True
         torch.backends.cudnn.benchmark = False
+
+
+def _deterministic(torch: Any) -> None:
+    """torch.use_deterministic_algorithms(True, warn_only=True) without its import of torch._inductor.config (torch
+    and torch._dynamo: ~1.4 CPU-s in every stage process that imports torch) made only to tell torch.compile, which
+    no stage calls: ATen's flag is set directly, and inductor's config gets the setting if and when it is imported.
+    A torch without that entry point gets the public call."""
+    from paperdag._lazy import when_imported
+
+    set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if set_flag is None:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        return
+    set_flag(True, warn_only=True)
+    when_imported("torch._inductor.config", lambda config: setattr(config, "deterministic", True))
 
 
 def tags(n: Numerics) -> dict[str, str]:
