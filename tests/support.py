@@ -174,13 +174,9 @@ def metrics_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], Non
 def judged(repo: Path, pipeline: str, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """`pipeline`'s claims judged on `metrics` (metric path -> content, as metrics_after returns), its other metric
     files as on disk."""
-    from paperdag.engine.claims import judge_all
-    from paperdag.engine.spec import load_project
+    from paperdag.engine.claims import evaluate_pipeline
 
-    p = load_project(repo).pipeline(pipeline)
-    on_disk = {c.metric_path: json.loads((repo / c.metric_path).read_text()) for c in p.claims.values()
-               if c.metric_path not in metrics and (repo / c.metric_path).exists()}
-    return judge_all(p.file, p.claims, on_disk | metrics)
+    return evaluate_pipeline(repo, pipeline, metrics=metrics)
 
 
 def judged_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], None] | None = None,

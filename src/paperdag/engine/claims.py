@@ -166,12 +166,14 @@ def judge_all(file: str, claims: dict[str, Claim], metrics: dict[str, Any]) -> d
     return {name: judge(c, metrics.get(c.metric_path), file) for name, c in claims.items()}
 
 
-def evaluate_pipeline(root: Path, pipeline: str, project: Project | None = None) -> dict[str, dict[str, Any]]:
-    """Judge a pipeline's claims on the metric files now on disk (`project`: root's, loaded unless given)."""
+def evaluate_pipeline(root: Path, pipeline: str, project: Project | None = None,
+                      metrics: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Judge a pipeline's claims on the metric files now on disk (`project`: root's, loaded unless given), or on
+    `metrics` (metric path -> content) for the paths it has."""
     from paperdag.engine.spec import load_project
 
     p = (project or load_project(root)).pipeline(pipeline)
-    metrics = {}
+    metrics = dict(metrics or {})
     for c in p.claims.values():
         f = Path(root) / c.metric_path
         if f.exists() and c.metric_path not in metrics:

@@ -131,7 +131,7 @@ def apply_in_process(n: Numerics) -> None:
 
 def _deterministic(torch: Any) -> None:
     """torch.use_deterministic_algorithms(True, warn_only=True) without its import of torch._inductor.config (torch
-    and torch._dynamo: ~1.4 CPU-s in every stage process that imports torch) made only to tell torch.compile, which
+    and torch._dynamo: ~1.5 CPU-s in every stage process that imports torch) made only to tell torch.compile, which
     no stage calls: ATen's flag is set directly, and inductor's config gets the setting if and when it is imported.
     A torch without that entry point gets the public call."""
     from paperdag._lazy import when_imported
