@@ -133,11 +133,11 @@ def smoke_group(pipeline: str) -> pytest.MarkDecorator:
 
 
 def metrics_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], None] | None = None,
-                  **swaps: Callable[[Any], Any]) -> dict[str, Any]:
+                  **swaps: Callable[[Any], Any] | None) -> dict[str, Any]:
     """Claim falsification (pipeline contract, section 3), in this process: call stage `address` of the built `repo`
     as `paperdag stage` calls it (the function with its typed params from repo's params.yaml and its seed, its
     inputs read by the engine), each input named in `swaps` replaced by `swaps[name](value)` (a gathered input: per
-    item), then `edit(inputs)` (name -> value, or {item: value}) where a swap reads several inputs; return its
+    item; a swap of None leaves its input as read), then `edit(inputs)` (name -> value, or {item: value}) where a swap reads several inputs; return its
     metric outputs by path, written and read back as the engine writes them. Nothing in `repo` changes, and no plot
     is drawn."""
     from paperdag.engine import artifacts
@@ -157,6 +157,8 @@ def metrics_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], Non
     unknown = set(swaps) - set(inputs)
     assert not unknown, f"{address} has no input {sorted(unknown)}; its inputs: {sorted(inputs)}"
     for name, swap in swaps.items():
+        if swap is None:
+            continue
         inputs[name] = {k: swap(v) for k, v in inputs[name].items()} if name in stage.gathers else swap(inputs[name])
     if edit is not None:
         edit(inputs)
@@ -180,7 +182,7 @@ def judged(repo: Path, pipeline: str, metrics: dict[str, Any]) -> dict[str, dict
 
 
 def judged_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], None] | None = None,
-                 **swaps: Callable[[Any], Any]) -> dict[str, dict[str, Any]]:
+                 **swaps: Callable[[Any], Any] | None) -> dict[str, dict[str, Any]]:
     """The claims of stage `address`'s pipeline judged on what metrics_after(repo, address, edit, **swaps) returns."""
     return judged(repo, address.split(":", 1)[0], metrics_after(repo, address, edit, **swaps))
 

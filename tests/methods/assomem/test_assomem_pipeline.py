@@ -72,8 +72,7 @@ def test_claims_are_declared_and_judged(repo: Path) -> None:
 
 def _judged(repo: Path, swap_rankings=None, swap_stats=None) -> dict[str, dict]:
     """The claims on the metrics `evaluate` computes after rewriting each replicate's rankings / retrieve stats."""
-    swaps = {"rankings": swap_rankings, "retrieve_stats": swap_stats}
-    return judged_after(repo, "assomem:evaluate", **{name: swap for name, swap in swaps.items() if swap})
+    return judged_after(repo, "assomem:evaluate", rankings=swap_rankings, retrieve_stats=swap_stats)
 
 
 def _as(baseline: str):

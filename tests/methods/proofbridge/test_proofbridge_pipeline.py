@@ -56,8 +56,7 @@ def test_outputs_cover_every_test_theorem_arm_and_retriever(repo: Path) -> None:
 
 def _judged(repo: Path, swap_retrieval=None, swap_attempts=None) -> dict[str, dict]:
     """The claims on the metrics evaluate computes after rewriting each replicate's retrieval ranks / attempts."""
-    swaps = {"retrieval": swap_retrieval, "attempts": swap_attempts}
-    return judged_after(repo, "proofbridge:evaluate", **{name: swap for name, swap in swaps.items() if swap})
+    return judged_after(repo, "proofbridge:evaluate", retrieval=swap_retrieval, attempts=swap_attempts)
 
 
 def _arm_as_method(arm: str, att: pl.DataFrame) -> pl.DataFrame:

@@ -71,7 +71,7 @@ def _judged(repo: Path, distilled=None, rankings=None) -> dict[str, dict]:
         if distilled:
             inputs["distilled"] = {i: distilled(i, df) for i, df in inputs["distilled"].items()}
 
-    return judged_after(repo, "synthkg:evaluate", edit, **({"rankings": rankings} if rankings else {}))
+    return judged_after(repo, "synthkg:evaluate", edit, rankings=rankings)
 
 
 def test_claims_are_declared_and_judged(repo: Path) -> None:
