@@ -3,9 +3,9 @@ side by side in one sitting (A, B, A, B, ... so that a slower stretch of the mac
 git worktree of this repository with its own src/ first on PYTHONPATH (this virtual environment's editable install
 points at the main checkout). Reports per commit the median wall seconds and CPU-seconds of pytest and every
 process it waited for (getrusage of the children: the workers, the stage processes, the warm server and what it
-forked), and B / A for both; writes benchmarks/results/tests_ab.json.
+forked), and B / A for both; writes benchmarks/results/tests_ab.json (or --out NAME: benchmarks/results/NAME.json).
 
-    .venv/bin/python benchmarks/bench_tests_ab.py A B [--rounds 2] -- PYTEST ARGS
+    .venv/bin/python benchmarks/bench_tests_ab.py A B [--rounds 2] [--out NAME] -- PYTEST ARGS
 
 e.g. `... d8a1f39 HEAD -- tests/methods` for the pipelines' tests before and after a change.
 """
@@ -53,6 +53,7 @@ def main() -> None:
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default="tests_ab", help="the results file's name under benchmarks/results/ (no .json)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = ap.parse_args(argv[:split])
@@ -74,7 +75,7 @@ def main() -> None:
     median = {k: {m: statistics.median(r[m] for r in runs[k]) for m in ("wall_s", "cpu_s")} for k in runs}
     results = {"commits": commits, "pytest_args": args.pytest_args, "rounds": args.rounds, "runs": runs, "median": median,
                "ratio_b_over_a": {m: median["b"][m] / median["a"][m] for m in ("wall_s", "cpu_s")}}
-    out = HERE / "results" / "tests_ab.json"
+    out = HERE / "results" / f"{Path(args.out).name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     for k in ("a", "b"):
