@@ -91,6 +91,27 @@ def test_dask_runner_on_an_existing_cluster(built_toy: Path, prefect_server: str
     assert "up to date" in dvc(toy, "status").stdout
 
 
+def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_one(monkeypatch) -> None:
+    """--runner dask --address where the scheduler has no worker stops with a message naming it (a stage sent there
+    waited forever, and so did the run), as does an address where no scheduler answers."""
+    import re
+
+    from distributed import LocalCluster
+
+    from paperdag.engine import flow
+    from paperdag.engine.errors import StageError
+
+    monkeypatch.setattr(flow, "DASK_WORKER_WAIT_S", 0.5)
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", dashboard_address=None) as cluster:
+        address = cluster.scheduler_address  # tcp://: what another process reaches
+        with pytest.raises(StageError, match=rf"Dask scheduler at {re.escape(address)} has no worker \(waited 0.5 s\)"):
+            flow.task_runner("dask", address, None)
+    with pytest.raises(StageError, match=rf"cannot reach a Dask scheduler at {re.escape(address)}"):
+        flow.task_runner("dask", address, None)  # the cluster is gone
+    with pytest.raises(StageError, match="'scheduler:8786x' is not a Dask scheduler's address"):
+        flow.task_runner("dask", "scheduler:8786x", None)
+
+
 def test_second_concurrent_run_stops_with_a_clear_message(built_toy: Path, prefect_server: str) -> None:
     """While one `paperdag run` works, a second on the same repo exits at once naming the first; dvc.lock stays valid."""
     toy = built_toy
