@@ -58,6 +58,9 @@ def main() -> None:
     split = argv.index("--") if "--" in argv else len(argv)
     args = ap.parse_args(argv[:split])
     args.pytest_args = argv[split + 1:]
+    name = args.out.removesuffix(".json")
+    if not name or Path(name).name != name:
+        ap.error(f"--out {args.out!r}: a name, not a path (the file goes under benchmarks/results/)")
     commits = {"a": git("rev-parse", "--short", args.a), "b": git("rev-parse", "--short", args.b)}
     runs: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
     with tempfile.TemporaryDirectory(prefix="paperdag-ab-") as tmp:
@@ -75,7 +78,7 @@ def main() -> None:
     median = {k: {m: statistics.median(r[m] for r in runs[k]) for m in ("wall_s", "cpu_s")} for k in runs}
     results = {"commits": commits, "pytest_args": args.pytest_args, "rounds": args.rounds, "runs": runs, "median": median,
                "ratio_b_over_a": {m: median["b"][m] / median["a"][m] for m in ("wall_s", "cpu_s")}}
-    out = HERE / "results" / f"{Path(args.out).name}.json"
+    out = HERE / "results" / f"{name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     for k in ("a", "b"):

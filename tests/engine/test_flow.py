@@ -91,25 +91,30 @@ def test_dask_runner_on_an_existing_cluster(built_toy: Path, prefect_server: str
     assert "up to date" in dvc(toy, "status").stdout
 
 
-def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_one(monkeypatch) -> None:
-    """--runner dask --address where the scheduler has no worker stops with a message naming it (a stage sent there
-    waited forever, and so did the run), as does an address where no scheduler answers."""
+def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_one(tmp_path: Path, monkeypatch,
+                                                                                    capsys) -> None:
+    """`paperdag run --runner dask --address` checks the scheduler before anything else (run lock, params, Prefect;
+    here there is not even a project): one without a worker after --wait-for-workers stops the run with a message
+    naming it (a stage sent there waited forever, and so did the run), as do an address where none answers and one
+    that is not an address; a wait of 0 checks no worker."""
     import re
 
     from distributed import LocalCluster
 
-    from paperdag.engine import flow
+    from paperdag.engine import orchestrate
     from paperdag.engine.errors import StageError
 
-    monkeypatch.setattr(flow, "DASK_WORKER_WAIT_S", 0.5)
     with LocalCluster(n_workers=0, processes=False, protocol="tcp", dashboard_address=None) as cluster:
         address = cluster.scheduler_address  # tcp://: what another process reaches
         with pytest.raises(StageError, match=rf"Dask scheduler at {re.escape(address)} has no worker \(waited 0.5 s\)"):
-            flow.task_runner("dask", address, None)
+            orchestrate.run_pipeline(tmp_path, "toy", "dask", address, wait_for_workers=0.5)
+        assert f"waiting up to 0.5 s for a worker of the Dask scheduler at {address}" in capsys.readouterr().err
+        orchestrate.require_dask_worker(address, 0)  # a cluster that starts its workers when tasks arrive
+    monkeypatch.setattr(orchestrate, "DASK_CONNECT_S", 0.5)
     with pytest.raises(StageError, match=rf"cannot reach a Dask scheduler at {re.escape(address)}"):
-        flow.task_runner("dask", address, None)  # the cluster is gone
+        orchestrate.require_dask_worker(address)  # the cluster is gone
     with pytest.raises(StageError, match="'scheduler:8786x' is not a Dask scheduler's address"):
-        flow.task_runner("dask", "scheduler:8786x", None)
+        orchestrate.require_dask_worker("scheduler:8786x")
 
 
 def test_second_concurrent_run_stops_with_a_clear_message(built_toy: Path, prefect_server: str) -> None:

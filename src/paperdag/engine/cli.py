@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("pipeline")
     run.add_argument("--runner", choices=["thread", "dask"], default="thread")
     run.add_argument("--address", help="address of an existing Dask scheduler (with --runner dask)")
+    run.add_argument("--wait-for-workers", type=float, metavar="SECONDS",
+                     help="with --address: how long to wait for the scheduler's first worker before stopping "
+                          "(default 30; 0: do not check, for a cluster that starts workers when tasks arrive)")
     run.add_argument("--workers", type=int, help="stages run at once (default: CPU count)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="change a params.yaml value before running (written to params.yaml, like dvc exp run -S)")
@@ -211,7 +214,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         given = dict(os.environ)  # as the user gave it: the run sets Prefect's variables in its own
         try:
-            states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides)
+            states = run_pipeline(root, args.pipeline, args.runner, args.address, args.workers, args.overrides,
+                                  args.wait_for_workers)
         except StageError:  # a run whose stage failed leaves one too; a refused or interrupted one does not
             _start_warm_behind(root, given)
             raise

@@ -141,30 +141,6 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         return status
 
 
-DASK_WORKER_WAIT_S = 30.0  # how long `--runner dask --address` waits for the scheduler's first worker
-
-
-def _require_dask_worker(address: str, wait: float | None = None) -> None:
-    """A StageError naming `address` where no Dask scheduler answers there, or where it has no worker after `wait`
-    seconds (DASK_WORKER_WAIT_S): tasks sent to a scheduler without workers wait there forever, and so did the run."""
-    from distributed import Client
-    from distributed.comm.addressing import get_address_host_port
-
-    wait = DASK_WORKER_WAIT_S if wait is None else wait
-    try:  # checked first: a Client refused its address only after its constructor, and then hung on exit
-        get_address_host_port(address)
-    except ValueError as e:
-        raise StageError(f"--address {address!r} is not a Dask scheduler's address (tcp://HOST:PORT): {e}") from None
-    try:
-        with Client(address, timeout=wait, set_as_default=False) as client:
-            client.wait_for_workers(1, timeout=wait)
-    except TimeoutError:  # distributed's WorkerStartTimeoutError: a TimeoutError, an OSError too (checked first)
-        raise StageError(f"the Dask scheduler at {address} has no worker (waited {wait:g} s): a stage sent there would "
-                         f"wait forever; start one (`dask worker {address}`) and run again") from None
-    except OSError as e:
-        raise StageError(f"cannot reach a Dask scheduler at {address} (--address): {e}") from None
-
-
 def task_runner(runner: str, address: str | None, workers: int | None, tasks: int = 1) -> Any:
     """A Prefect task runner with a thread per task; `workers` stages run at once (the semaphore in execute_stage)."""
     global _SLOTS
@@ -176,8 +152,7 @@ def task_runner(runner: str, address: str | None, workers: int | None, tasks: in
     if runner == "dask":
         from prefect_dask import DaskTaskRunner
 
-        if address:
-            _require_dask_worker(address)
+        if address:  # checked before the run started (orchestrate.require_dask_worker)
             return DaskTaskRunner(address=address)
         # tasks are subprocesses already: threads in one worker process avoid a Prefect server per worker
         return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": max(tasks, 1), "processes": False})

@@ -1,8 +1,9 @@
 """`paperdag run PIPELINE`: check, plan, and only then start Prefect.
 
-In this order, each step cheap before the next one costs: the run lock and DVC's lock (a second run is refused at
-once); `--set` overrides, validated before params.yaml is written; dvc.yaml rendered; a temporary Prefect server
-started (it takes seconds) while DVC plans the stale stages and this process imports Prefect; the flow (flow.py).
+In this order, each step cheap before the next one costs: a Dask scheduler named with --address answers and has a
+worker; the run lock and DVC's lock (a second run is refused at once); `--set` overrides, validated before
+params.yaml is written; dvc.yaml rendered; a temporary Prefect server started (it takes seconds) while DVC plans the
+stale stages and this process imports Prefect; the flow (flow.py).
 An up-to-date pipeline stops the server at once.
 """
 
@@ -65,11 +66,47 @@ def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
     return settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
+DASK_CONNECT_S = 30.0  # how long to wait for a Dask scheduler named with --address to answer (distributed's default)
+DASK_WORKER_WAIT_S = 30.0  # --wait-for-workers' default
+
+
+def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
+    """A StageError naming `address` where it is not a scheduler's address, where no Dask scheduler answers there
+    (DASK_CONNECT_S), or where the scheduler has no worker after `wait` seconds: a stage sent to a scheduler without
+    workers waits there forever, and so did the run. wait <= 0: the workers are not checked (a cluster that starts
+    them when tasks arrive)."""
+    from distributed import Client
+    from distributed.comm.addressing import get_address_host_port
+    from distributed.exceptions import WorkerStartTimeoutError
+
+    try:  # checked first: a Client refused its address only after its constructor, and then hung on exit
+        get_address_host_port(address)
+    except ValueError as e:
+        raise StageError(f"--address {address!r} is not a Dask scheduler's address (tcp://HOST:PORT): {e}") from None
+    try:
+        client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
+    except (OSError, ImportError, TypeError) as e:  # unreachable or slow (TimeoutError), versions, TLS not configured
+        raise StageError(f"cannot reach a Dask scheduler at {address} (--address): {type(e).__name__}: {e}") from None
+    with client:
+        if wait <= 0 or client.scheduler_info().get("workers"):
+            return
+        print(f"waiting up to {wait:g} s for a worker of the Dask scheduler at {address}", file=sys.stderr, flush=True)
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except WorkerStartTimeoutError:
+            raise StageError(f"the Dask scheduler at {address} has no worker (waited {wait:g} s): a stage sent there "
+                             f"would wait forever; start one (`dask worker {address}`) and run again, or pass "
+                             "--wait-for-workers 0 to a cluster that starts them when tasks arrive") from None
+
+
 def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None,
-                 workers: int | None = None, overrides: Sequence[str] = ()) -> dict[str, str]:
+                 workers: int | None = None, overrides: Sequence[str] = (),
+                 wait_for_workers: float | None = None) -> dict[str, str]:
     """Run the pipeline's stale stages as a Prefect flow; return stage address -> 'done'. Raises StageError naming
     the failed stages (each already reported on one line)."""
     root = Path(root).resolve()
+    if runner == "dask" and address:
+        require_dask_worker(address, DASK_WORKER_WAIT_S if wait_for_workers is None else wait_for_workers)
     preloaded = "prefect" in sys.modules  # imported before its settings below were written
     prefect_defaults(root)
     with locks.run_lock(root):
