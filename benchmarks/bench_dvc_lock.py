@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import yaml
+from bench_tests_ab import children_cpu_s  # this directory's: CPU-seconds of the processes waited for
 from dvc.utils.serialize import load_yaml, modify_yaml
 
 HERE = Path(__file__).resolve().parent
@@ -64,13 +64,12 @@ def one_stage_s(repo: Path, stage: str, repeats: int, lock_text: str) -> dict[st
     env = {**os.environ, "PAPERDAG_WARM": "off", "PAPERDAG_DRAIN": "off"}
     for _ in range(repeats):
         (repo / "dvc.lock").write_text(lock_text)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before = children_cpu_s()
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "dvc", "repro", "-f", "-s", stage], cwd=repo, env=env, check=True,
                        capture_output=True)
         walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        cpus.append(children_cpu_s() - before)
     return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus)}
 
 
