@@ -1,14 +1,14 @@
-"""What DVC's bookkeeping of dvc.lock costs per stage, with the committed lock of every pipeline in one file (as the
-project keeps it: one dvc.yaml) against the same entries split one lock per pipeline (what one dvc.yaml per pipeline
-would give). After every stage it runs, `dvc repro` rewrites the whole lock (Lockfile.dump_stages ->
-dvc.utils.serialize.modify_yaml: a round-trip parse that keeps comments, then a dump; treeverse/dvc#10629), so the
-cost grows with the lock, not with the stage; a command also reads the lock once (timed apart: load_yaml, which DVC's
-validated read costs at least). Measured on copies of the committed dvc.lock, side by side in one run, CPU-seconds of
-this process (median of --repeats). Then end to end (--pipeline, default rap): its smoke-scale scratch repository
-built once, and `dvc repro -f -s <pipeline>-claims` (a stage of milliseconds) timed, alternating, with the lock that
-pipeline would have alone (its smoke entries, and its committed ones the smoke scale lacks) and with every other
-pipeline's committed entries added. That difference also holds `paperdag stage`'s own read of dvc.lock (its outputs'
-recorded md5s: ~0.25 CPU-s at this size, with the C loader).
+"""What DVC's bookkeeping of dvc.lock costs per stage: the committed locks as the project keeps them now, one per
+pipeline (pipelines/<p>/dvc.lock beside its dvc.yaml; the root's holds the claims stages), against the same entries
+in one lock (the layout before: one dvc.yaml). After every stage it runs, `dvc repro` rewrites the whole lock that
+records the stage (Lockfile.dump_stages -> dvc.utils.serialize.modify_yaml: a round-trip parse that keeps comments,
+then a dump; treeverse/dvc#10629), so the cost grows with that lock, not with the stage; a command also reads the
+locks once (timed apart: load_yaml, which DVC's validated read costs at least). Measured on copies of the committed
+locks, side by side in one run, CPU-seconds of this process (median of --repeats). Then end to end (--pipeline,
+default rap): its smoke-scale scratch repository built once, and `dvc repro -f -s <pipeline>-claims` (a stage of
+milliseconds, in the root dvc.yaml) timed, alternating, with the root lock a full checkout has (its claims entry and
+every other pipeline's: this layout) and with every committed entry in it (the one lock of before). That
+difference also holds `paperdag stage`'s own read of the lock (its outputs' recorded md5s).
 
     .venv/bin/python benchmarks/bench_dvc_lock.py [--repeats 3] [--pipeline rap]   # writes benchmarks/results/dvc_lock.json
 """
@@ -23,12 +23,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import yaml
 from bench_tests_ab import children_cpu_s  # this directory's: CPU-seconds of the processes waited for
 from dvc.utils.serialize import load_yaml, modify_yaml
+
+from paperdag.engine.dvc import lock_files
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -49,13 +50,18 @@ def rewrite(path: Path) -> None:
         data["schema"] = data.get("schema", "2.0")
 
 
+def whole_bytes(locks: list[Path]) -> int:
+    return sum(len(entries_text(p).encode()) for p in locks) + len("schema: '2.0'\nstages:\n")
+
+
 def costs(path: Path, repeats: int) -> dict[str, float]:
     return {"rewrite_per_stage_cpu_s": median_cpu_s(lambda: rewrite(path), repeats),
             "read_per_command_cpu_s": median_cpu_s(lambda: load_yaml(path), repeats)}
 
 
-def pipeline_of(stage: str, pipelines: list[str]) -> str:
-    return next(p for p in pipelines if stage.startswith(f"{p}-"))
+def entries_text(path: Path) -> str:
+    """A DVC lock file's stage entries as DVC wrote them (the text under `stages:`)."""
+    return path.read_text().split("stages:\n", 1)[1]
 
 
 def one_stage_s(repo: Path, stage: str, repeats: int, lock_text: str) -> dict[str, float]:
@@ -73,8 +79,8 @@ def one_stage_s(repo: Path, stage: str, repeats: int, lock_text: str) -> dict[st
     return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus)}
 
 
-def end_to_end(pipeline: str, lock: dict, pipelines: list[str], repeats: int) -> dict:
-    """`pipeline`'s claims stage rerun in its smoke repo, with the lock it would have alone and with every pipeline's."""
+def end_to_end(pipeline: str, locks: list[Path], repeats: int) -> dict:
+    """`pipeline`'s claims stage rerun in its smoke repo, with the root lock of this layout and with one lock."""
     from bench_warm import scratch_repo  # this directory's: a committed scratch copy of one pipeline
 
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # the stages' `paperdag`
@@ -82,20 +88,20 @@ def end_to_end(pipeline: str, lock: dict, pipelines: list[str], repeats: int) ->
         repo = scratch_repo(Path(tmp) / pipeline, pipeline)
         subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=repo, check=True, capture_output=True,
                        env={**os.environ, "PAPERDAG_DRAIN": "off"})
-        own = yaml.safe_load((repo / "dvc.lock").read_text())
-        committed = {k: v for k, v in lock["stages"].items() if k not in own["stages"]}
-        own["stages"] |= {k: v for k, v in committed.items() if pipeline_of(k, pipelines) == pipeline}
-        alone = yaml.safe_dump(own, sort_keys=False)
-        own["stages"] |= committed
-        every = yaml.safe_dump(own, sort_keys=False)
+        smoke_root = yaml.safe_load((repo / "dvc.lock").read_text())
+        smoke_all = {**smoke_root["stages"], **yaml.safe_load((repo / f"pipelines/{pipeline}/dvc.lock").read_text())["stages"]}
+        committed = {k: v for path in locks for k, v in yaml.safe_load(path.read_text())["stages"].items()}
+        committed_root = yaml.safe_load((REPO / "dvc.lock").read_text())["stages"]
+        layout = yaml.safe_dump({"schema": "2.0", "stages": {**committed_root, **smoke_root["stages"]}}, sort_keys=False)
+        one = yaml.safe_dump({"schema": "2.0", "stages": {**committed, **smoke_all}}, sort_keys=False)
         stage = f"{pipeline}-claims"
-        runs: dict[str, list[dict[str, float]]] = {"alone": [], "every_pipeline": []}
+        runs: dict[str, list[dict[str, float]]] = {"this_layout": [], "one_lock": []}
         for _ in range(repeats):
-            runs["alone"].append(one_stage_s(repo, stage, 1, alone))
-            runs["every_pipeline"].append(one_stage_s(repo, stage, 1, every))
+            runs["this_layout"].append(one_stage_s(repo, stage, 1, layout))
+            runs["one_lock"].append(one_stage_s(repo, stage, 1, one))
     median = {k: {m: statistics.median(r[m] for r in v) for m in ("wall_s", "cpu_s")} for k, v in runs.items()}
-    return {"pipeline": pipeline, "stage": stage, "lock_bytes": {"alone": len(alone), "every_pipeline": len(every)},
-            "median": median, "ratio_every_over_alone_wall": median["every_pipeline"]["wall_s"] / median["alone"]["wall_s"]}
+    return {"pipeline": pipeline, "stage": stage, "lock_bytes": {"this_layout": len(layout), "one_lock": len(one)},
+            "median": median, "ratio_one_over_layout_wall": median["one_lock"]["wall_s"] / median["this_layout"]["wall_s"]}
 
 
 def main() -> None:
@@ -103,46 +109,43 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pipeline", default="rap", help="whose smoke repo the end-to-end leg builds ('' skips it)")
     args = ap.parse_args()
-    lock = yaml.safe_load((REPO / "dvc.lock").read_text())
-    stages = lock["stages"]
-    pipelines = sorted((p.stem for p in (REPO / "pipelines").glob("*.yaml")), key=len, reverse=True)
-    by_pipeline: dict[str, dict] = defaultdict(dict)
-    for name, entry in stages.items():
-        by_pipeline[pipeline_of(name, pipelines)][name] = entry
+    locks = lock_files(REPO)
     with tempfile.TemporaryDirectory(prefix="paperdag-dvc-lock-") as tmp:
         whole = Path(tmp) / "dvc.lock"
-        whole.write_text((REPO / "dvc.lock").read_text())
+        whole.write_text("schema: '2.0'\nstages:\n" + "".join(entries_text(p) for p in locks))
         one = costs(whole, args.repeats)
         split = {}
-        for pipeline, entries in sorted(by_pipeline.items()):
-            path = Path(tmp) / pipeline / "dvc.lock"
-            path.parent.mkdir()
-            path.write_text(yaml.safe_dump({"schema": lock.get("schema", "2.0"), "stages": entries}, sort_keys=False))
-            split[pipeline] = {"stages": len(entries), "bytes": path.stat().st_size, **costs(path, args.repeats)}
-    n = len(stages)
+        for path in locks:
+            name = path.parent.name if path.parent != REPO else "(root: claims)"
+            copy = Path(tmp) / name / "dvc.lock"
+            copy.parent.mkdir()
+            copy.write_text(path.read_text())
+            split[name] = {"stages": len(yaml.safe_load(path.read_text())["stages"]), "bytes": path.stat().st_size,
+                           **costs(copy, args.repeats)}
+    n = sum(p["stages"] for p in split.values())
     weighted = {k: sum(p["stages"] * p[k] for p in split.values()) / n for k in one}
     per_stage = "rewrite_per_stage_cpu_s"
-    results = {"stages": n, "pipelines": len(split), "lock_bytes": len((REPO / "dvc.lock").read_bytes()),
+    results = {"stages": n, "lock_files": len(split), "one_lock_bytes": whole_bytes(locks),
                "one_lock": {**one, "every_stage_cpu_s": one[per_stage] * n},
-               "lock_per_pipeline": {**weighted, "every_stage_cpu_s": weighted[per_stage] * n, "pipelines": split},
+               "lock_per_pipeline": {**weighted, "every_stage_cpu_s": weighted[per_stage] * n, "files": split},
                "ratio_one_over_split": one[per_stage] / weighted[per_stage],
-               "note": "at the committed lock's size: a `dvc repro` of every stage from an empty lock costs about half"}
+               "note": "at the committed locks' size: a `dvc repro` of every stage from empty locks costs about half"}
     if args.pipeline:
-        results["end_to_end"] = end_to_end(args.pipeline, lock, pipelines, args.repeats)
+        results["end_to_end"] = end_to_end(args.pipeline, locks, args.repeats)
     out = HERE / "results" / "dvc_lock.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"dvc.lock: {n} stages of {len(split)} pipelines, {results['lock_bytes'] / 1e3:.0f} kB")
-    for label, c in (("one lock:", one), ("a lock a pipeline:", weighted)):
+    print(f"{n} stages in {len(split)} dvc.lock files, {results['one_lock_bytes'] / 1e3:.0f} kB in all")
+    for label, c in (("in one lock:", one), ("a lock a pipeline:", weighted)):
         print(f"  {label:19s} {c[per_stage]:.2f} CPU-s a stage to rewrite it ({c[per_stage] * n / 60:.1f} CPU-min over every "
               f"stage), {c['read_per_command_cpu_s']:.2f} CPU-s a command to read it")
     print(f"  ratio {results['ratio_one_over_split']:.1f}x a stage")
     if args.pipeline:
         e = results["end_to_end"]
-        alone, every = e["median"]["alone"], e["median"]["every_pipeline"]
-        print(f"  `dvc repro -f -s {e['stage']}`: {alone['wall_s']:.1f} s wall ({alone['cpu_s']:.1f} CPU-s) with the lock "
-              f"{args.pipeline} would have alone ({e['lock_bytes']['alone'] / 1e3:.0f} kB), {every['wall_s']:.1f} s "
-              f"({every['cpu_s']:.1f} CPU-s) with every pipeline's ({e['lock_bytes']['every_pipeline'] / 1e3:.0f} kB): "
-              f"{e['ratio_every_over_alone_wall']:.1f}x")
+        layout, one_lock = e["median"]["this_layout"], e["median"]["one_lock"]
+        print(f"  `dvc repro -f -s {e['stage']}`: {layout['wall_s']:.1f} s wall ({layout['cpu_s']:.1f} CPU-s) with the root "
+              f"lock of this layout ({e['lock_bytes']['this_layout'] / 1e3:.0f} kB), {one_lock['wall_s']:.1f} s "
+              f"({one_lock['cpu_s']:.1f} CPU-s) with every entry in one lock ({e['lock_bytes']['one_lock'] / 1e3:.0f} kB): "
+              f"{e['ratio_one_over_layout_wall']:.1f}x")
     print(f"wrote {out.relative_to(REPO)}")
 
 

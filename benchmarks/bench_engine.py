@@ -227,7 +227,7 @@ def main() -> None:
             "note": "paperdag stage = process start, numerics re-exec, imports, validation, md5s, a run record "
                     "(MLflow gets it from a detached drainer, off the stage's path)",
         }
-        dvc(repo, "commit", "-f", "toy-make")
+        dvc(repo, "commit", "-f", "pipelines/toy/dvc.yaml:toy-make")
         dvc(repo, "commit", "-f", "empty-nothing")
         paperdag(repo, "lineage", "data/toy/metrics.json")  # drains: MLflow's store exists before it is timed
         results["commands"] = {

@@ -44,9 +44,9 @@ def main() -> None:
         shutil.copytree(REPO, repo, symlinks=True, ignore=lambda d, names: [n for n in names if n in SKIP])
         for index in (repo / ".paperdag").glob("run-index*.jsonl"):  # cold: the first reader rebuilds it from MLflow
             index.unlink()
-        import yaml
+        from paperdag.engine import dvc
 
-        locked = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+        locked = dvc.lock(repo)["stages"]
         results = {
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                         "load_1min_at_start": os.getloadavg()[0]},

@@ -63,9 +63,11 @@ def stable_md5s(repo: Path) -> dict[str, str]:
     """Every output dvc.lock records -> its md5, or for one with volatile values the md5 without them."""
     import yaml
 
+    from paperdag.engine import dvc
+
     stable = yaml.safe_load((repo / "paperdag.lock").read_text())["outputs"]
     out = {}
-    for stage in yaml.safe_load((repo / "dvc.lock").read_text())["stages"].values():
+    for stage in (dvc.lock(repo).get("stages") or {}).values():
         for o in stage.get("outs", []):
             out[o["path"]] = stable.get(o["path"], {}).get(o["md5"], o["md5"])
     return out

@@ -75,6 +75,31 @@ def _dvc_init_files() -> dict[str, bytes]:
         return {name: (Path(tmp) / name).read_bytes() for name in (".dvc/config", ".dvc/.gitignore", ".dvcignore")}
 
 
+def rendered_stages(project: Any) -> dict[str, Any]:
+    """Every stage entry `paperdag render` would write, whichever dvc.yaml it lands in, by name."""
+    import yaml
+
+    from paperdag.engine.render import render_files
+
+    return {name: entry for text in render_files(project).values() for name, entry in yaml.safe_load(text)["stages"].items()}
+
+
+def lock_texts(repo: Path) -> dict[str, str]:
+    """Every dvc.lock of the project (the root's, each pipeline's), its text by path."""
+    from paperdag.engine.dvc import lock_files
+
+    return {str(p.relative_to(repo)): p.read_text() for p in lock_files(repo)}
+
+
+def lock_file_of(repo: Path, stage: str) -> Path:
+    """The dvc.lock that records the stage (by its DVC name)."""
+    import yaml
+
+    from paperdag.engine.dvc import lock_files
+
+    return next(p for p in lock_files(repo) if stage in (yaml.safe_load(p.read_text()).get("stages") or {}))
+
+
 def commit_project(dest: Path, message: str, render: bool = True) -> Path:
     """Turn a directory holding a paperdag project into a committed git + DVC repository with dvc.yaml rendered
     (`render=False`: it already is)."""
@@ -188,8 +213,8 @@ def judged_after(repo: Path, address: str, edit: Callable[[dict[str, Any]], None
 
 
 def stages_run(dvc_output: str) -> list[str]:
-    """The stages a `dvc repro` output says it ran."""
-    return [line.split("'")[1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]
+    """The stages a `dvc repro` output says it ran, by name (DVC names one of pipelines/<p>/dvc.yaml with its file)."""
+    return [line.split("'")[1].split(":")[-1] for line in dvc_output.splitlines() if line.startswith("Running stage '")]
 
 
 def chromium_page(html_file: Path, script: str) -> tuple[Any, list[str]]:

@@ -17,7 +17,7 @@ from paperdag.engine import tracking
 from paperdag.engine.audit import LINKS, NOT_VERIFIED, audit
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.verify import VERIFY_EXPERIMENT
-from support import cli, dvc, git
+from support import cli, dvc, git, lock_file_of
 
 OUTPUTS = {"data/toy/table.parquet", "data/toy/left.npy", "data/toy/right.safetensors", "data/toy/model",
            "data/toy/metrics.json", "data/toy/curve.png"}
@@ -34,7 +34,7 @@ def broken(result: dict[str, Any]) -> dict[tuple[str, str], str]:
 
 
 def edit_lock(repo: Path, stage: str, change) -> None:
-    path = repo / "dvc.lock"
+    path = lock_file_of(repo, stage)
     doc = yaml.safe_load(path.read_text())
     change(doc["stages"][stage])
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -202,7 +202,7 @@ def test_lineage_lists_only_the_run_whose_params_are_dvc_locks(built_toy: Path) 
     before = dvc_md5(built_toy / "data/toy/left.npy")
     params = built_toy / "params.yaml"
     params.write_text(params.read_text().replace("seconds: 0.0", "seconds: 0.01"))
-    dvc(built_toy, "repro", "-s", "toy-left")
+    dvc(built_toy, "repro", "-s", "pipelines/toy/dvc.yaml:toy-left")
     assert dvc_md5(built_toy / "data/toy/left.npy") == before
     graph = trace(built_toy, "data/toy/left.npy")
     runs = graph["nodes"]["data/toy/left.npy"]["runs"]

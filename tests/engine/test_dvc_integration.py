@@ -12,18 +12,23 @@ from pathlib import Path
 
 import yaml
 
-from support import cli, dvc, git
+from support import cli, dvc, git, lock_texts, stages_run
+from paperdag.engine import dvc as engine_dvc
 from paperdag.engine.fsutil import TMP_MARK, dvc_md5
 from paperdag.engine.tracking import client
 
 
 def ran(output: str) -> list[str]:
-    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
+    return stages_run(output)
+
+
+def changed(repo: Path) -> set[str]:
+    """The stages `dvc status --json` lists, by name (one of pipelines/<p>/dvc.yaml comes as `<file>:<name>`)."""
+    return {name.split(":")[-1] for name in json.loads(dvc(repo, "status", "--json").stdout)}
 
 
 def lock_outs(repo: Path) -> dict[str, str]:
-    lock = yaml.safe_load((repo / "dvc.lock").read_text())
-    return {o["path"]: o["md5"] for e in lock["stages"].values() for o in e["outs"]}
+    return {o["path"]: o["md5"] for e in engine_dvc.lock(repo)["stages"].values() for o in e["outs"]}
 
 
 def runs(repo: Path, status: str | None = None):
@@ -47,8 +52,7 @@ def test_param_change_reruns_only_downstream(built_toy: Path) -> None:
     p.write_text(p.read_text().replace("scale: 2.0", "scale: 3.0"))
     assert ran(dvc(built_toy, "repro").stdout) == ["toy-combine"]
     p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 0.01"))
-    changed = json.loads(dvc(built_toy, "status", "--json").stdout)
-    assert set(changed) == {"toy-left", "toy-right"}  # combine follows once they rerun
+    assert changed(built_toy) == {"toy-left", "toy-right"}  # combine follows once they rerun
 
 
 def test_code_change_marks_only_stages_that_import_it(built_toy: Path) -> None:
@@ -58,7 +62,7 @@ def test_code_change_marks_only_stages_that_import_it(built_toy: Path) -> None:
     assert "up to date" in dvc(built_toy, "status").stdout
     f = built_toy / "src" / "toy_method" / "__init__.py"
     f.write_text(f.read_text() + "\n# edited\n")
-    assert set(json.loads(dvc(built_toy, "status", "--json").stdout)) == {"toy-left", "toy-right"}
+    assert changed(built_toy) == {"toy-left", "toy-right"}
 
 
 def test_mlflow_runs_carry_dvc_md5s_params_and_commit(built_toy: Path) -> None:
@@ -83,13 +87,13 @@ def test_failing_stage_keeps_outputs_marks_run_failed_and_resumes(built_toy: Pat
     """A stage that raises leaves outputs and dvc.lock as they were, its MLflow run FAILED with the traceback;
     fixing the cause and rerunning resumes at that stage."""
     before = {p: dvc_md5(built_toy / p) for p in ("data/toy/metrics.json", "data/toy/model", "data/toy/curve.png")}
-    lock_before = (built_toy / "dvc.lock").read_text()
+    lock_before = lock_texts(built_toy)
     p = built_toy / "params.yaml"
     p.write_text(p.read_text().replace("fail: false", "fail: true").replace("scale: 2.0", "scale: 5.0"))
     r = dvc(built_toy, "repro", check=False)
     assert r.returncode != 0 and "combine was told to fail" in r.stderr + r.stdout
     assert {q: dvc_md5(built_toy / q) for q in before} == before
-    assert (built_toy / "dvc.lock").read_text() == lock_before
+    assert lock_texts(built_toy) == lock_before
     failed = runs(built_toy, "FAILED")
     assert len(failed) == 1 and failed[0].data.tags["paperdag.error"].startswith("RuntimeError")
     tb = client(built_toy).download_artifacts(failed[0].info.run_id, "traceback.txt")
@@ -196,14 +200,13 @@ def test_in_process_commit_records_a_stage_and_names_a_bad_one(built_toy: Path) 
     is left where it was, and a stage DVC does not know is an error naming the command and the stage."""
     import pytest
 
-    from paperdag.engine import dvc as engine_dvc
     from paperdag.engine.errors import PaperdagError
 
     out = built_toy / "data/toy/left.npy"
     out.write_bytes(out.read_bytes() + b"\0")
     assert "toy-left" in engine_dvc.changed_stages(built_toy, ["toy-left"])
     cwd = os.getcwd()
-    engine_dvc.commit(built_toy, "toy-left")
+    engine_dvc.commit(built_toy, "pipelines/toy/dvc.yaml:toy-left")
     assert os.getcwd() == cwd
     assert engine_dvc.locked_outputs(built_toy)["data/toy/left.npy"] == dvc_md5(out)
     assert not engine_dvc.changed_stages(built_toy, ["toy-left"])
@@ -227,7 +230,7 @@ def test_in_process_status_is_dvc_status(built_toy: Path) -> None:
     cwd = os.getcwd()
     assert dvcmain.status(str(built_toy)) == cli_doc
     assert os.getcwd() == cwd
-    assert {"toy-combine", "toy-left"} <= set(cli_doc)
+    assert {"toy-combine", "pipelines/toy/dvc.yaml:toy-left"} <= set(cli_doc)
 
 
 def test_a_half_written_dvc_lock_is_read_again_not_taken_for_the_whole(tmp_path: Path) -> None:
@@ -237,7 +240,6 @@ def test_a_half_written_dvc_lock_is_read_again_not_taken_for_the_whole(tmp_path:
     names the file."""
     import threading
 
-    from paperdag.engine import dvc as engine_dvc
     from paperdag.engine.errors import PaperdagError
 
     whole = "schema: '2.0'\nstages:\n  a:\n    cmd: x\n    outs:\n    - path: data/a.txt\n      md5: 1234\n      size: 3\n"
@@ -258,3 +260,34 @@ def test_a_half_written_dvc_lock_is_read_again_not_taken_for_the_whole(tmp_path:
         assert "dvc.lock: not a readable dvc.lock after 3 reads" in str(e)
     else:
         raise AssertionError("a dvc.lock that stays half-written was taken as whole")
+
+
+def test_render_moves_lock_entries_to_the_dvc_yaml_that_declares_their_stage_and_a_move_hides_no_change(
+        built_toy: Path) -> None:
+    """A checkout of the layout before one dvc.yaml per pipeline (every stage in the root dvc.yaml, every entry in
+    the root dvc.lock): `paperdag render` writes pipelines/toy/dvc.yaml and moves its stages' entries beside it, as
+    they are, so nothing reruns; a stage whose param changed before the move is still stale after it (DVC compares
+    the moved entry with the stage as it is)."""
+    from paperdag.engine.render import render
+    from paperdag.engine.spec import load_project
+
+    root_lock, own = built_toy / "dvc.lock", built_toy / "pipelines/toy/dvc.lock"
+    entries = engine_dvc.lock(built_toy)["stages"]
+    root_lock.write_text(yaml.safe_dump({"schema": "2.0", "stages": entries}, sort_keys=False))
+    own.unlink()
+    doc = {"stages": {n: e for text in (built_toy / "dvc.yaml", built_toy / "pipelines/toy/dvc.yaml")
+                      for n, e in yaml.safe_load(text.read_text())["stages"].items()}}
+    for e in doc["stages"].values():
+        e.pop("wdir", None)
+    (built_toy / "dvc.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    (built_toy / "pipelines/toy/dvc.yaml").unlink()
+    assert changed(built_toy) == set()  # the layout before, as DVC sees it: up to date
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 0.01"))
+    assert render(load_project(built_toy)) is False
+    assert sorted(yaml.safe_load(root_lock.read_text())["stages"]) == ["toy-combine"]
+    assert sorted(yaml.safe_load(own.read_text())["stages"]) == ["toy-left", "toy-make", "toy-right"]
+    assert engine_dvc.lock(built_toy)["stages"] == entries
+    assert changed(built_toy) == {"toy-left", "toy-right"}
+    p.write_text(p.read_text().replace("seconds: 0.01", "seconds: 0.0"))
+    assert changed(built_toy) == set()

@@ -16,7 +16,7 @@ import pytest
 
 from paperdag.engine import locks, records, warm
 from paperdag.engine.tracking import client
-from support import alive, cli, dvc
+from support import alive, cli, dvc, lock_texts
 
 # one worker runs test_flow.py and test_locks.py, so the session's one Prefect server (conftest.py prefect_server)
 # starts once, not once per worker
@@ -117,7 +117,7 @@ def test_a_run_stopped_with_sigterm_stops_its_stage_at_once(built_toy: Path, pre
     instead of waiting for it to finish, exits non-zero within seconds, and both the stage's run and the parent run
     end KILLED; nothing is left RUNNING and dvc.lock is untouched, so a rerun does the work."""
     slow_left(built_toy, 60.0)
-    before, since = (built_toy / "dvc.lock").read_text(), time.time() * 1000
+    before, since = lock_texts(built_toy), time.time() * 1000
     run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy"], cwd=built_toy, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, env={**os.environ, warm.ENV: "off"})  # its own process
 
@@ -137,7 +137,7 @@ def test_a_run_stopped_with_sigterm_stops_its_stage_at_once(built_toy: Path, pre
     assert found and all(r.info.status == "KILLED" for r in found), [(r.info.run_name, r.info.status) for r in found]
     assert any(r.data.tags.get("paperdag.stage") == "left" for r in found), [(r.info.run_name, r.data.tags) for r in found]
     assert any("paperdag.stage" not in r.data.tags for r in found), [(r.info.run_name, r.data.tags) for r in found]
-    assert (built_toy / "dvc.lock").read_text() == before
+    assert lock_texts(built_toy) == before
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ def test_a_served_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path,
     untouched and a rerun does the work."""
     path, log, _ = warm_server
     slow_left(built_toy, 60.0)
-    before = (built_toy / "dvc.lock").read_text()
+    before = lock_texts(built_toy)
     env = {**os.environ, warm.ENV: str(path)}
     run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy"], cwd=built_toy, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -215,7 +215,7 @@ def test_a_served_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path,
     found = c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000)
     assert any(r.info.status == "KILLED" and "paperdag.stage" not in r.data.tags for r in found)
     assert all(r.info.status != "RUNNING" for r in found)
-    assert (built_toy / "dvc.lock").read_text() == before
+    assert lock_texts(built_toy) == before
     p = built_toy / "params.yaml"
     p.write_text(p.read_text().replace("seconds: 60.0", "seconds: 0.1"))
     assert cli(built_toy, "run", "toy", env={warm.ENV: str(path)}).returncode == 0

@@ -90,8 +90,8 @@ def test_a_matrix_axis_may_name_a_params_mapping_whose_keys_are_its_values(tmp_p
     make = [s.name for s in load_project(repo).order("grid") if s.name.startswith("make@")]
     assert make == [f"make@{k}" for k in ELEMENTS]
     commit_project(repo, "grid over a mapping")
-    listed = [line.split()[0] for line in dvc(repo, "stage", "list").stdout.splitlines()]
-    assert [s for s in listed if s.startswith("grid-make@")] == [f"grid-make@{k}" for k in ELEMENTS]
+    listed = [line.split()[0] for line in dvc(repo, "stage", "list", "pipelines/grid/dvc.yaml").stdout.splitlines()]
+    assert [s.split(":")[-1] for s in listed] == [f"grid-make@{k}" for k in ELEMENTS]
 
 
 BAD = {
@@ -142,13 +142,13 @@ def test_dvc_and_prefect_run_the_rendered_matrix_and_agree_on_its_stages(tmp_pat
     p = repo / "params.yaml"
     p.write_text(p.read_text().replace("replicates: [0, 1]", "replicates: [0]"))
     commit_project(repo, "grid")
-    listed = [line.split()[0] for line in dvc(repo, "stage", "list").stdout.splitlines()]
-    assert listed == [s.dvc_name for s in load_project(repo).order()]
+    listed = [line.split()[0].split(":")[-1] for line in dvc(repo, "stage", "list", "--all").stdout.splitlines()]
+    assert sorted(listed) == sorted(s.dvc_name for s in load_project(repo).order())
     assert "Running stage 'grid-gather'" in dvc(repo, "repro").stdout
     summary = json.loads((repo / "data/grid/summary.json").read_text())
     assert summary["elements"] == ["a-0", "b-0"] and summary["total"] == 2 + 6 and len(summary["seeds"]) == 2
     p.write_text(p.read_text().replace("b: {factor: 3.0}", "b: {factor: 4.0}"))
-    assert set(json.loads(dvc(repo, "status", "--json").stdout)) == {"grid-make@b-0"}
+    assert set(json.loads(dvc(repo, "status", "--json").stdout)) == {"pipelines/grid/dvc.yaml:grid-make@b-0"}
     r = cli(repo, "run", "grid")
     assert r.stdout.split() == ["grid:make@b-0:", "done", "grid:gather:", "done"]
     assert json.loads((repo / "data/grid/summary.json").read_text())["total"] == 2 + 8

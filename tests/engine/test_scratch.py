@@ -40,7 +40,7 @@ def test_smoke_copy_has_the_pipeline_at_smoke_scale(project: Path, tmp_path: Pat
     assert params["toy"]["combine"] == yaml.safe_load((project / "params.yaml").read_text())["toy"]["combine"]
     assert "# rows" in (dest / "params.yaml").read_text()
     assert (dest / "pipelines/toy.yaml").read_text() == (project / "pipelines/toy.yaml").read_text()
-    assert (dest / "stages/toy.py").exists() and "toy-make" in (dest / "dvc.yaml").read_text()
+    assert (dest / "stages/toy.py").exists() and "toy-make" in (dest / "pipelines/toy/dvc.yaml").read_text()
     assert load_project(dest).pipeline("toy").smoke == {"toy.make.n": 5}
 
 

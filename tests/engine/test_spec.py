@@ -116,12 +116,12 @@ def test_path_params_become_dvc_deps(toy_files: Path) -> None:
     import yaml
 
     from paperdag.engine.params import set_params
-    from paperdag.engine.render import render_text
+    from support import rendered_stages
 
     toy = toy_files
     pl.DataFrame({"x": [1.0, 2.0]}).write_parquet(toy / "extra.parquet")
     set_params(toy, ["toy.make.extra_rows=extra.parquet"])
-    deps = yaml.safe_load(render_text(load_project(toy)))["stages"]["toy-make"]["deps"]
+    deps = rendered_stages(load_project(toy))["toy-make"]["deps"]
     assert "extra.parquet" in deps
     set_params(toy, ["toy.make.extra_rows=missing.parquet"])
     with pytest.raises(SpecError, match="params.yaml: toy.make.extra_rows: missing.parquet does not exist"):
@@ -189,13 +189,13 @@ def test_path_param_outside_the_repository_is_allowed_when_listed(toy_files: Pat
     import polars as pl
     import yaml
 
-    from paperdag.engine.render import render_text
+    from support import rendered_stages
 
     outside = toy_files.parent / "outside.parquet"
     pl.DataFrame({"x": [1.0]}).write_parquet(outside)
     _set_in_params(toy_files, "toy.make.extra_rows", str(outside))
     _set_in_params(toy_files, "base.allow_outside_paths", ["toy.make.extra_rows"])
-    deps = yaml.safe_load(render_text(load_project(toy_files)))["stages"]["toy-make"]["deps"]
+    deps = rendered_stages(load_project(toy_files))["toy-make"]["deps"]
     assert str(outside) in deps
     _set_in_params(toy_files, "base.allow_outside_paths", ["toy.make.nope"])
     with pytest.raises(SpecError, match=r"^params.yaml: base.allow_outside_paths: 'toy.make.nope' is not a path param"):

@@ -23,19 +23,21 @@ def test_the_store_is_the_projects_sqlite_unless_the_environment_names_one(tmp_p
 
 
 def test_git_info_is_dirty_for_a_changed_file_but_not_for_dvc_lock(tmp_path: Path) -> None:
-    """A checkout whose only change is dvc.lock or paperdag.lock (rewritten by every stage) is clean; any other
+    """A checkout whose only change is a dvc.lock (the root's, a pipeline's) or paperdag.lock (rewritten by every
+    stage) is clean; any other
     tracked change makes it dirty; outside git the commit is 'none'."""
     assert tracking.git_info(tmp_path) == {"git.commit": "none", "git.dirty": "false"}
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "config", "user.email", "t@example.com")
     git(tmp_path, "config", "user.name", "test")
-    for name in ("dvc.lock", "paperdag.lock", "stage.py"):
+    (tmp_path / "pipelines/m").mkdir(parents=True)
+    for name in ("dvc.lock", "pipelines/m/dvc.lock", "paperdag.lock", "stage.py"):
         (tmp_path / name).write_text("1\n")
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "x")
     head = git(tmp_path, "rev-parse", "HEAD").strip()
-    (tmp_path / "dvc.lock").write_text("2\n")
-    (tmp_path / "paperdag.lock").write_text("2\n")
+    for name in ("dvc.lock", "pipelines/m/dvc.lock", "paperdag.lock"):
+        (tmp_path / name).write_text("2\n")
     assert tracking.git_info(tmp_path) == {"git.commit": head, "git.dirty": "false"}
     (tmp_path / "stage.py").write_text("2\n")
     assert tracking.git_info(tmp_path)["git.dirty"] == "true"

@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from paperdag.engine import stable
-from support import cli, git
+from support import cli, git, lock_file_of
 
 
 @pytest.fixture
 def clone(built_toy: Path, tmp_path: Path) -> Path:
     """A fresh `git clone` of the built toy repo after its dvc.lock and paperdag.lock were committed."""
-    git(built_toy, "add", "dvc.lock", stable.LOCK_FILE)
+    git(built_toy, "add", "dvc.lock", "pipelines/toy/dvc.lock", stable.LOCK_FILE)
     git(built_toy, "commit", "-qm", "lock")
     dest = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(built_toy), str(dest)], check=True)
@@ -30,7 +30,7 @@ def test_a_fresh_clone_reproduces_the_lock_and_reports_what_differs(clone: Path)
     declared volatile: it equals the locked version without it (paperdag.lock). An output whose locked md5 was
     tampered with (dvc.lock's md5 of right.safetensors) is reported and verify exits 1. (One rerun of the 4
     stages serves both checks.)"""
-    lock = clone / "dvc.lock"
+    lock = lock_file_of(clone, "toy-right")
     doc = yaml.safe_load(lock.read_text())
     doc["stages"]["toy-right"]["outs"][0]["md5"] = "0" * 32
     lock.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -86,7 +86,7 @@ def test_a_failing_stage_fails_as_it_would(toy: Path, server) -> None:
     failure is recorded where `paperdag status` finds it."""
     path, log = server
     with warm_env("off"):
-        dvc(toy, "repro", "toy-make", "toy-left", "toy-right")
+        dvc(toy, "repro", "pipelines/toy/dvc.yaml")
     p = toy / "params.yaml"
     p.write_text(p.read_text().replace("fail: false", "fail: true"))
     r = cli(toy, "stage", "toy:combine", check=False, env={warm.ENV: str(path)})
@@ -104,7 +104,7 @@ def test_a_signal_to_the_client_ends_the_stage(toy: Path, server, sig: signal.Si
     makes the server terminate the stage: no stage runs on unowned."""
     path, log = server
     with warm_env("off"):
-        dvc(toy, "repro", "toy-make", "toy-left", "toy-right")
+        dvc(toy, "repro", "pipelines/toy/dvc.yaml")
     client = subprocess.Popen([sys.executable, "-m", "paperdag", "stage", "toy:combine"], cwd=toy,
                               env={**os.environ, warm.ENV: str(path), "TOY_SLOW_WRITE": "1"},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -163,7 +163,7 @@ def test_a_served_lm_stage_trains_the_model_a_fresh_process_trains(smoke_build, 
     before = {f.relative_to(repo): f.read_bytes() for f in (repo / "data/rot").rglob("*.safetensors")}
     assert before, "rot's train stage writes safetensors weights"
     with warm_env("off"):
-        dvc(repo, "repro", "-f", "-s", "rot-train@0")
+        dvc(repo, "repro", "-f", "-s", "pipelines/rot/dvc.yaml:rot-train@0")
     after = {f.relative_to(repo): f.read_bytes() for f in (repo / "data/rot").rglob("*.safetensors")}
     assert after.keys() == before.keys()
     assert all(after[k] == before[k] for k in before)
@@ -179,7 +179,7 @@ def test_the_suites_own_server_serves_the_suites_stages(toy: Path, warm_stage_se
     before = log.read_text()
     import sklearn  # noqa: F401 (sets KMP_INIT_AT_FORK in this process, as tests that import it do)
 
-    dvc(toy, "repro", "toy-make")
+    dvc(toy, "repro", "pipelines/toy/dvc.yaml:toy-make")
     new = log.read_text()[len(before):]
     assert f"paperdag stage toy:make in {toy}" in new, new  # served (a refused client is never listed so)
 

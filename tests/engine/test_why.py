@@ -63,7 +63,7 @@ def test_a_changed_input_names_its_upstream_stage(built_toy: Path) -> None:
     assert not left.own_cause
     assert texts(before, "toy:left") == ["input data/toy/table.parquet may change: upstream toy:make is stale"]
     assert texts(before, "toy:make") == ["param `toy.make.n` 50 -> 60"]
-    dvc(built_toy, "repro", "--single-item", "toy-make")
+    dvc(built_toy, "repro", "--single-item", "pipelines/toy/dvc.yaml:toy-make")
     after = why.explain(built_toy, "data/toy/left.npy")  # an output path names its stage
     assert "toy:make" not in by_stage(after)
     assert by_stage(after)["toy:left"].own_cause

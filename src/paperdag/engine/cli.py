@@ -26,8 +26,8 @@ def find_root(start: Path | None = None) -> Path:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperdag", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("render", help="write dvc.yaml from pipelines/*.yaml")
-    r.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from the declarations")
+    r = sub.add_parser("render", help="write the dvc.yaml files (the root's, pipelines/*/dvc.yaml) from pipelines/*.yaml")
+    r.add_argument("--check", action="store_true", help="exit 1 when a dvc.yaml differs from the declarations")
     s = sub.add_parser("stage", help="run one stage (the command dvc.yaml calls)")
     s.add_argument("address", metavar="PIPELINE:STAGE")
     w = sub.add_parser("warm", help="serve stages from a process that has imported torch & co. once (blocks; a cold `paperdag run` "
@@ -133,9 +133,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         current = render(validated_project(root), check=args.check)
         if args.check and not current:
-            print("paperdag: dvc.yaml has drifted from pipelines/: run `paperdag render`", file=sys.stderr)
+            print("paperdag: the dvc.yaml files have drifted from pipelines/: run `paperdag render`", file=sys.stderr)
             return 1
-        print("dvc.yaml is up to date" if current else "dvc.yaml written")
+        print("dvc.yaml files are up to date" if current else "dvc.yaml files written (the root's and pipelines/*/dvc.yaml)")
         return 0
     if args.command == "stage":
         from paperdag.engine import numerics

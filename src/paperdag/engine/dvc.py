@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import load_yaml
@@ -31,7 +31,7 @@ def changed_stages(root: Path, dvc_names: list[str]) -> set[str]:
 
 
 def status(root: Path) -> dict[str, list]:
-    """`dvc status --json` of every stage, by dvc.yaml stage name: what DVC finds changed in each stage itself (its
+    """`dvc status --json` of every stage (of every dvc.yaml), by stage name: what DVC finds changed in each stage itself (its
     descendants are not listed until it reruns), e.g. [{"changed deps": {"stages/m.py": "modified",
     "params.yaml": {"m.train": "modified"}}}, {"changed outs": {"data/m/x.npy": "deleted"}}, "changed command"]."""
     # one status of every stage, filtered by the caller: DVC rebuilds its index per target, so `dvc status T1 .. T64`
@@ -47,20 +47,22 @@ def status(root: Path) -> dict[str, list]:
             raise PaperdagError(f"`dvc status --json` failed: {e}") from e
     else:
         doc = json.loads(dvc(root, "status", "--json").stdout or "{}")
+    # a stage of a pipeline's dvc.yaml is listed as `pipelines/<p>/dvc.yaml:<name>`
     return {name.split(":")[-1]: changes for name, changes in doc.items()}
 
 
-def commit(root: Path, dvc_name: str) -> None:
-    """Record a finished stage in dvc.lock and the cache (one writer at a time: DVC's repo lock), in this process
-    (dvcmain.commit: DVC is imported once per process, not once per stage)."""
+def commit(root: Path, target: str) -> None:
+    """Record a finished stage (`<its dvc.yaml>:<its name>`, Project.dvc_target) in its dvc.lock and the cache (one
+    writer at a time: DVC's repo lock), in this process (dvcmain.commit: DVC is imported once per process, not once
+    per stage)."""
     from dvc.exceptions import DvcException
 
     from paperdag.engine import dvcmain
 
     try:
-        dvcmain.commit(str(root), dvc_name)
+        dvcmain.commit(str(root), target)
     except DvcException as e:
-        raise PaperdagError(f"`dvc commit --force {dvc_name}` failed: {e}") from e
+        raise PaperdagError(f"`dvc commit --force {target}` failed: {e}") from e
 
 
 def _whole(doc: object) -> bool:
@@ -72,13 +74,46 @@ def _whole(doc: object) -> bool:
                for e in (doc.get("stages") or {}).values())
 
 
-def lock(root: Path, attempts: int = 8) -> dict:
-    """dvc.lock, parsed. DVC rewrites it in place, not atomically, whenever a stage is recorded, so a reader beside a
-    running `paperdag run` or `dvc repro` can catch it half-written: such a read (a YAML error or a malformed entry)
-    is retried, and only a file that stays unreadable is an error."""
+def lock_files(root: Path) -> list[Path]:
+    """The project's dvc.lock files: the root's, then each pipeline's (pipelines/<p>/dvc.lock, beside its dvc.yaml)."""
+    root = Path(root)
+    return [p for p in [root / "dvc.lock", *sorted(root.glob("pipelines/*/dvc.lock"))] if p.exists()]
+
+
+def lock_of(dvc_yaml: str) -> str:
+    """The dvc.lock DVC keeps beside a dvc.yaml (paths from the repository root)."""
+    return str(PurePosixPath(dvc_yaml).with_name("dvc.lock"))
+
+
+def lock(root: Path, attempts: int = 8, files: list[Path] | None = None) -> dict:
+    """Every dvc.lock of the project, parsed, as one: {"stages": {name: entry}} (stage names are unique across the
+    files; a pipeline's file is read after the root's). DVC rewrites a lock in place, not atomically, whenever a
+    stage is recorded, so a reader beside a running `paperdag run` or `dvc repro` can catch it half-written: such a
+    read (a YAML error or a malformed entry) is retried, and only a file that stays unreadable is an error."""
+    stages: dict = {}
+    where: dict[str, Path] = {}
+    for path in lock_files(root) if files is None else files:
+        for name, entry in (_read_lock(path, attempts).get("stages") or {}).items():
+            if name in where and not _declares(path.with_name("dvc.yaml"), name):
+                continue  # a stage that moved to another dvc.yaml leaves its old entry behind: DVC reads the new one
+            stages[name], where[name] = entry, path
+    return {"stages": stages} if stages else {}
+
+
+def _declares(dvc_yaml: Path, name: str) -> bool:
+    """Whether a dvc.yaml declares the stage (a matrix element `x@k` by its `x`)."""
     import yaml
 
-    path = Path(root) / "dvc.lock"
+    try:
+        declared = (load_yaml(dvc_yaml.read_text()) or {}).get("stages") or {}
+    except (OSError, yaml.YAMLError):
+        return False
+    return name in declared or name.partition("@")[0] in declared
+
+
+def _read_lock(path: Path, attempts: int) -> dict:
+    import yaml
+
     for attempt in range(attempts):
         if not path.exists():
             return {}
@@ -93,6 +128,7 @@ def lock(root: Path, attempts: int = 8) -> dict:
                         "restore it from git or rerun the stage")
 
 
-def locked_outputs(root: Path) -> dict[str, str]:
-    """Output path -> the md5 dvc.lock records for it."""
-    return {o["path"]: o.get("md5") for e in (lock(root).get("stages") or {}).values() for o in e.get("outs") or []}
+def locked_outputs(root: Path, files: list[Path] | None = None) -> dict[str, str]:
+    """Output path -> the md5 dvc.lock records for it (in `files`, default every dvc.lock)."""
+    return {o["path"]: o.get("md5") for e in (lock(root, files=files).get("stages") or {}).values()
+            for o in e.get("outs") or []}

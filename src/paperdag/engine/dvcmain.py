@@ -16,6 +16,8 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -59,26 +61,10 @@ def preload() -> None:
     import dvc.repo  # noqa: F401
 
 
-def commit(root: str, target: str) -> None:
-    """`dvc commit --force TARGET` in this process: a process that records many stages (a `paperdag run`) imports
-    DVC once instead of once per stage. Raises DVC's own error."""
-    preload()
-    from dvc.repo import Repo
-
-    with _IN_PROCESS:
-        cwd = os.getcwd()
-        os.chdir(root)
-        try:
-            with Repo(root) as repo:
-                repo.commit(target, force=True)
-        finally:
-            os.chdir(cwd)
-
-
-def status(root: str) -> dict[str, Any]:
-    """`dvc status --json` in this process, as DVC's command runs it (the repository lock held): for a process that
-    has DVC's API imported anyway (a warm server's child runs `paperdag run` with it preloaded), where starting
-    `dvc status` would cost half a second. Raises DVC's own error."""
+@contextmanager
+def _repo(root: str, locked: bool) -> Iterator[Any]:
+    """DVC's Repo at `root`, in this process, with the working directory there (DVC's API resolves targets against
+    it) and, if `locked`, DVC's repository lock held as its commands hold it; one call at a time."""
     preload()
     from dvc.repo import Repo, lock_repo
 
@@ -86,10 +72,52 @@ def status(root: str) -> dict[str, Any]:
         cwd = os.getcwd()
         os.chdir(root)
         try:
-            with Repo(root) as repo, lock_repo(repo):
-                return json.loads(json.dumps(repo.status(check_updates=True), default=str))
+            with Repo(root) as repo:
+                if not locked:
+                    yield repo
+                    return
+                with lock_repo(repo):
+                    yield repo
         finally:
             os.chdir(cwd)
+
+
+def commit(root: str, target: str) -> None:
+    """`dvc commit --force TARGET` in this process: a process that records many stages (a `paperdag run`) imports
+    DVC once instead of once per stage. Raises DVC's own error."""
+    with _repo(root, locked=False) as repo:
+        repo.commit(target, force=True)
+
+
+def status(root: str) -> dict[str, Any]:
+    """`dvc status --json` in this process, as DVC's command runs it (the repository lock held): for a process that
+    has DVC's API imported anyway (a warm server's child runs `paperdag run` with it preloaded), where starting
+    `dvc status` would cost half a second. Raises DVC's own error."""
+    with _repo(root, locked=True) as repo:
+        return json.loads(json.dumps(repo.status(check_updates=True), default=str))
+
+
+def move_lock_entries(root: str, moves: dict[str, tuple[str, str]]) -> None:
+    """Move each stage's dvc.lock entry, {name: (from lock, to lock)} (paths from `root`), as it is, under DVC's
+    repository lock, with DVC's own YAML round trip (the format `dvc repro` writes). Where the target lock has an
+    entry of that name already, it is kept and the other dropped. Raises DVC's own error (e.g. the lock is held by
+    a running `dvc repro`)."""
+    with _repo(root, locked=True):
+        from dvc.utils.serialize import modify_yaml
+
+        for target in sorted({to for _, to in moves.values()}):
+            names = [n for n, (_, to) in moves.items() if to == target]
+            moved: dict[str, Any] = {}
+            for source in sorted({moves[n][0] for n in names}):
+                with modify_yaml(os.path.join(root, source)) as doc:
+                    for n in names:
+                        if moves[n][0] == source and n in (doc.get("stages") or {}):
+                            moved[n] = doc["stages"].pop(n)
+            with modify_yaml(os.path.join(root, target)) as doc:
+                doc.setdefault("schema", "2.0")
+                stages = doc.setdefault("stages", {})
+                for n, entry in moved.items():
+                    stages.setdefault(n, entry)
 
 
 def main(argv: list[str]) -> int:

@@ -26,6 +26,7 @@ from paperdag.engine import artifacts, dvc
 from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_cache_file, dvc_files, dvc_md5, file_hash, replace_into_place, tmp_sibling
 from paperdag.engine.records import flatten
+from paperdag.engine.spec import pipeline_dvc_yaml
 from paperdag.engine.tracking import CODE_DIRS, OUT_TAG, git_info
 
 PROFILES = {  # the root's conformsTo: permalink -> name
@@ -56,8 +57,8 @@ def _content(root: Path, path: str, md5: str) -> dict[str, Path] | None:
 
 def _lock_stages(root: Path, pipeline: str | None) -> dict[str, dict[str, Any]]:
     """dvc.lock's stages (of `pipeline`), by DVC name, each with its paperdag address."""
-    if not (root / "dvc.lock").exists():
-        raise PaperdagError(f"{root / 'dvc.lock'} does not exist: build the project first (dvc repro / paperdag run)")
+    if not dvc.lock_files(root):
+        raise PaperdagError(f"{root}: no dvc.lock exists: build the project first (dvc repro / paperdag run)")
     stages = {}
     for name, entry in (dvc.lock(root).get("stages") or {}).items():
         address = entry.get("cmd", "").removeprefix("paperdag stage ").strip()
@@ -223,11 +224,15 @@ def _workflow(b: _Builder, pipelines: list[str], commit: str) -> Any:
         path = f"pipelines/{p}.yaml"
         if (b.root / path).exists():
             declarations.append(b._file(b.root / path, path, ["File", "SoftwareSourceCode"], {
-                "description": f"pipeline {p}'s declaration, which `paperdag render` writes into dvc.yaml"}))
+                "description": f"pipeline {p}'s declaration, which `paperdag render` writes into {pipeline_dvc_yaml(p)} and dvc.yaml"}))
             b.by_path[path] = (dvc_md5(b.root / path), declarations[-1])
+    parts = [b._file(b.root / path, path, ["File", "SoftwareSourceCode"], {
+                 "description": f"pipeline {p}'s stages in DVC's language (all but those no other stage reads, which "
+                                "the root dvc.yaml holds)", "programmingLanguage": lang})
+             for p in pipelines if (b.root / (path := pipeline_dvc_yaml(p))).exists()]
     return crate.add_workflow(b.root / "dvc.yaml", "dvc.yaml", main=True, lang=lang, properties={
         "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow", "HowTo"], "name": "dvc.yaml",
-        "version": commit, "isBasedOn": declarations})
+        "version": commit, "isBasedOn": declarations, **({"hasPart": parts} if parts else {})})
 
 
 def _stage(b: _Builder, position: int, name: str, entry: dict[str, Any], run: dict[str, Any] | None
@@ -291,7 +296,7 @@ def openlineage(root: Path, dest: Path, pipeline: str | None = None) -> int:
     runs = _producing_runs(root, stages)
     version = _version("paperdag")
     producer = f"urn:paperdag:{version}"
-    locked_at = _iso(int((root / "dvc.lock").stat().st_mtime * 1000))
+    locked_at = _iso(int(max(p.stat().st_mtime for p in dvc.lock_files(root)) * 1000))
     engine = processing_engine_run.ProcessingEngineRunFacet(version=version, name="paperdag", producer=producer)
     job_type = job_type_job.JobTypeJobFacet("BATCH", "PAPERDAG", "STAGE", producer=producer)
 

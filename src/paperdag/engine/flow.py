@@ -42,7 +42,7 @@ def _stage_command(address: str) -> list[str]:
 _SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
 
 
-def execute_stage(root: str, address: str, dvc_name: str, parent_run_id: str, flow_run_id: str) -> str:
+def execute_stage(root: str, address: str, dvc_target: str, parent_run_id: str, flow_run_id: str) -> str:
     """Run one stage in a subprocess (on whichever worker Prefect placed this task; it dies with this process), then
     record it in dvc.lock.
 
@@ -62,14 +62,14 @@ def execute_stage(root: str, address: str, dvc_name: str, parent_run_id: str, fl
 
         raise StageError(failure_summary(Path(root), address, returncode))
     with locks.commit_lock(Path(root)):
-        dvc.commit(Path(root), dvc_name)
+        dvc.commit(Path(root), dvc_target)
     return address
 
 
 @task(name="stage", retries=0, persist_result=False)
-def stage_task(root: str, address: str, dvc_name: str, parent_run_id: str, flow_run_id: str) -> Any:
+def stage_task(root: str, address: str, dvc_target: str, parent_run_id: str, flow_run_id: str) -> Any:
     try:
-        return execute_stage(root, address, dvc_name, parent_run_id, flow_run_id)
+        return execute_stage(root, address, dvc_target, parent_run_id, flow_run_id)
     except StageError as e:  # a Failed state, not an exception: Prefect would log its traceback, which says nothing
         return Failed(message=str(e))
 
@@ -109,7 +109,7 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         for s in todo:
             upstream = [futures[u] for u in project.graph.predecessors(s.address) if u in futures]
             futures[s.address] = stage_task.with_options(name=s.address).submit(
-                str(repo), s.address, s.dvc_name, parent.id, flow_run_id, wait_for=upstream
+                str(repo), s.address, project.dvc_target(s), parent.id, flow_run_id, wait_for=upstream
             )
         status: dict[str, str] = {}
         reasons: list[str] = []

@@ -22,6 +22,7 @@ from typing import Any, get_type_hints
 
 from paperdag._lazy import when_imported
 from paperdag.engine import artifacts, stable
+from paperdag.engine.dvc import lock_of
 from paperdag.engine.errors import StageError
 from paperdag.engine.failures import failure_path, failure_text, record_failure
 from paperdag.engine.fsutil import dvc_md5, remove_stale_tmp, replace_into_place, tmp_sibling
@@ -173,7 +174,7 @@ def run_stage(root: Path | str, address: str) -> dict[str, str]:
             out_md5 = _write_outputs(root, stage, result)
             stable.record(root, {a.path: (out_md5[a.path], d) for a in stage.outputs.values()
                                  if (d := stable.digest(a, root / a.path, stage.volatile)) is not None},
-                          stage.address, out_md5)
+                          stage.address, out_md5, lock_file=lock_of(project.dvc_file(stage)))
         except BaseException as e:
             record_failure(root, address, e)
             _say(f"{address}: FAILED after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e} "

@@ -32,6 +32,14 @@ from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.params import Item, load_params, lookup, same_kind
 
 ArtifactKind = Literal["out", "metric", "plot"]
+ROOT_DVC_YAML = "dvc.yaml"
+
+
+def pipeline_dvc_yaml(pipeline: str) -> str:
+    """The dvc.yaml `paperdag render` writes for a pipeline's stages (its dvc.lock lies beside it)."""
+    return f"pipelines/{pipeline}/dvc.yaml"
+
+
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ITEM = re.compile(r"\$\{item\.([^}]*)\}")
 _PARAM_REF = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
@@ -156,6 +164,21 @@ class Project:
         """Stages in a stable topological order, optionally only one pipeline's."""
         stages = [self.stages[a] for a in self.graph.order()]
         return [s for s in stages if pipeline is None or s.pipeline == pipeline]
+
+    def dvc_file(self, stage: Stage) -> str:
+        """The dvc.yaml that declares the stage. One per pipeline, pipelines/<p>/dvc.yaml, so that DVC's rewrite of
+        the lock beside it after each stage is of that pipeline's entries only; the root dvc.yaml holds the stages
+        no other stage reads (each pipeline's claims stage), so a bare `dvc repro` there reproduces them and,
+        upstream of them, every other stage. A matrix's elements share one file."""
+        m = self.pipelines[stage.pipeline].matrices.get(stage.name.partition("@")[0]) if stage.item else None
+        group = list(m.elements.values()) if m else [stage]
+        if any(not self.graph.successors(s.address) for s in group):
+            return ROOT_DVC_YAML
+        return pipeline_dvc_yaml(stage.pipeline)
+
+    def dvc_target(self, stage: Stage) -> str:
+        """`<its dvc.yaml>:<its name>`, how DVC's commands address the stage from the repository root."""
+        return f"{self.dvc_file(stage)}:{stage.dvc_name}"
 
     def upstream(self, address: str) -> list[Stage]:
         """The stage and every stage it depends on, in topological order."""

@@ -74,9 +74,10 @@ def _keep(versions: dict[str, str], locked: str | None) -> dict[str, str]:
 
 
 def record(root: Path, entries: dict[str, tuple[str, str]], address: str | None = None,
-           out_md5: dict[str, str] | None = None) -> None:
+           out_md5: dict[str, str] | None = None, lock_file: str | None = None) -> None:
     """Add (output path -> (md5, stable md5)) to paperdag.lock, and the machine that ran `address` and wrote
-    `out_md5`; concurrent stages take turns."""
+    `out_md5`; concurrent stages take turns. `lock_file`: the dvc.lock that records the stage (default: read them
+    all), whose versions are kept."""
     if not entries and not (address and out_md5):
         return
     root = Path(root)
@@ -88,7 +89,7 @@ def record(root: Path, entries: dict[str, tuple[str, str]], address: str | None 
         outputs = {str(k): dict(v) for k, v in (doc.get("outputs") or {}).items()}
         made = {str(k): dict(v) for k, v in (doc.get("made_on") or {}).items()}
         machines = dict(doc.get("machines") or {})
-        locked = dvc.locked_outputs(root)
+        locked = dvc.locked_outputs(root, [root / lock_file] if lock_file else None)
         for path, (md5, stable_md5) in entries.items():
             versions = {k: v for k, v in outputs.get(path, {}).items() if k != md5}
             versions[md5] = stable_md5

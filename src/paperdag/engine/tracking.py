@@ -28,7 +28,7 @@ DEP_TAG, OUT_TAG = "paperdag.dep.", "paperdag.out."
 # the params as dvc.lock records them for the stage ({params file: {key: value}}), as canonical JSON: lineage and
 # audit compare it with dvc.lock's `params:` entry (the MLflow params are the stage's dataclass fields instead)
 PARAMS_TAG = "paperdag.params"
-OWN_FILES = ("dvc.lock", "paperdag.lock")
+OWN_FILES = ("dvc.lock", "pipelines/*/dvc.lock", "paperdag.lock")  # git pathspecs
 CODE_DIRS = ("stages/", "src/", "pipelines/")  # a dep under these is code (the stage's instrument), not data
 
 

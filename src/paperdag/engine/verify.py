@@ -29,7 +29,7 @@ from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.params import load_params
 from paperdag.engine.records import DRAIN_ENV
-from paperdag.engine.spec import Artifact, Stage, load_project, param_paths
+from paperdag.engine.spec import Artifact, Project, Stage, load_project, param_paths
 from paperdag.engine.tracking import FLOW_RUN_ENV, PARENT_RUN_ENV
 
 
@@ -164,12 +164,12 @@ def _lock_entries(root: Path) -> dict[str, dict[str, Any]]:
     return dvc.lock(root).get("stages") or {}
 
 
-def _lock_drift(root: Path, stages: list[Stage], lock: dict[str, Any], produced: set[str]) -> dict[str, str]:
+def _lock_drift(project: Project, stages: list[Stage], lock: dict[str, Any], produced: set[str]) -> dict[str, str]:
     """Stages that dvc.lock does not describe as declared now (command, params or code changed), with why. Data
     inputs and outputs absent from this checkout (a fresh clone) are not drift: the rerun makes them."""
-    names = [s.dvc_name for s in stages]
-    drift = {n: "not in dvc.lock" for n in names if n not in lock}
-    status = json.loads(dvc.dvc(root, "status", "--json", *[n for n in names if n in lock]).stdout or "{}")
+    drift = {s.dvc_name: "not in dvc.lock" for s in stages if s.dvc_name not in lock}
+    targets = [project.dvc_target(s) for s in stages if s.dvc_name in lock]
+    status = json.loads(dvc.dvc(project.root, "status", "--json", *targets).stdout or "{}") if targets else {}
     for name, changes in status.items():
         name = name.split(":")[-1]
         for change in changes:
@@ -213,7 +213,7 @@ def verify_against_lock(root: Path, target: str, workers: int | None = None) -> 
     stages = [s for s in project.order() if s.address in wanted]
     produced = {a.path for s in project.stages.values() for a in s.outputs.values()}
     upstream = {u.address for a in wanted for u in project.upstream(a)}  # reused inputs must be locked as declared too
-    drift = _lock_drift(root, [s for s in project.order() if s.address in upstream], lock, produced)
+    drift = _lock_drift(project, [s for s in project.order() if s.address in upstream], lock, produced)
     if drift:
         why = "; ".join(f"{n}: {w}" for n, w in sorted(drift.items()))
         raise PaperdagError(f"verify --against-lock: dvc.lock does not describe the current declaration ({why}); "

@@ -22,7 +22,7 @@ from paperdag.engine.errors import PaperdagError
 from paperdag.engine.fsutil import load_yaml
 from paperdag.engine.numerics import KEY as NUMERICS_KEY
 from paperdag.engine.params import PARAMS_FILE, load_params, lookup
-from paperdag.engine.render import CLAIMS_KEY, DVC_YAML, render_text
+from paperdag.engine.render import CLAIMS_KEY, generated_files, render_files
 from paperdag.engine.spec import Project, Stage, load_project, param_paths
 
 
@@ -97,11 +97,10 @@ def explain(root: Path, target: str | None = None) -> Explanation:
         scope = [s for s in project.order() if s.address in keep]
         lock = dvc.lock(project.root).get("stages") or {}
         params = load_params(project.root)
-        dvc_yaml = project.root / DVC_YAML
-        text = dvc_yaml.read_text() if dvc_yaml.exists() else ""
-        declared = (load_yaml(text) or {}).get("stages") or {}
+        texts = {path: (project.root / path).read_text() for path in generated_files(project.root)}
+        declared = {name: entry for text in texts.values() for name, entry in ((load_yaml(text) or {}).get("stages") or {}).items()}
         notes = []
-        if render_text(project) != text:
+        if render_files(project) != texts:
             notes.append("dvc.yaml is out of date with pipelines/ and the code's imports (DVC judges by the file on disk, "
                          "and so does this answer): run `paperdag render`")
         if (params.get("base", {}).get("numerics") or {}).get("mode") == "native":
@@ -193,7 +192,7 @@ def _own_reasons(project: Project, s: Stage, changes: list, locked: dict | None,
                         reasons.append(_dep_reason(project, s, path, state, path in locked_deps, params, stale))
             elif section == "changed outs" and isinstance(paths, dict):
                 for path, state in paths.items():
-                    reasons.append(_out_reason(s, path, state, path in locked_outs))
+                    reasons.append(_out_reason(project.dvc_target(s), path, state, path in locked_outs))
             else:
                 reasons.append(Reason("other", f"{section}: {json.dumps(paths)}"))
     if params_changed:
@@ -250,13 +249,13 @@ def _claims_reason(project: Project, s: Stage, path: str, locked: dict[str, Any]
     return Reason("code", f"claims declared in `{path}` changed" + (f": {', '.join(changed)}" if changed else ""), path)
 
 
-def _out_reason(s: Stage, path: str, state: str, locked: bool) -> Reason:
+def _out_reason(target: str, path: str, state: str, locked: bool) -> Reason:
     if not locked:
         text = f"new output {path} (dvc.lock does not record it)"
     elif state == "deleted":
         text = f"output {path} missing"
     elif state == "not in cache":
-        text = f"output {path} is not in DVC's cache (`dvc commit {s.dvc_name}` records it as it is, or rerun the stage)"
+        text = f"output {path} is not in DVC's cache (`dvc commit {target}` records it as it is, or rerun the stage)"
     else:
         text = f"output {path} differs from what dvc.lock records (changed since the stage ran)"
     return Reason("out", text, path)
