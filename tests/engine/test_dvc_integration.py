@@ -291,3 +291,31 @@ def test_render_moves_lock_entries_to_the_dvc_yaml_that_declares_their_stage_and
     assert changed(built_toy) == {"toy-left", "toy-right"}
     p.write_text(p.read_text().replace("seconds: 0.01", "seconds: 0.0"))
     assert changed(built_toy) == set()
+    assert render(load_project(built_toy), check=True) is True
+
+
+def test_an_interrupted_move_is_finished_by_the_next_render_and_the_moved_entry_wins(built_toy: Path) -> None:
+    """The dvc.yaml files are current but an entry is still in the lock of the file that declared its stage before
+    (a move that failed or was interrupted, with a stale copy of the entry already in the new lock): the reader, as
+    DVC, takes the copy beside the declaring dvc.yaml and not the misplaced entry; `render --check` calls it drift,
+    and render moves the entry (replacing the copy), after which DVC and the reader agree that nothing is stale."""
+    from paperdag.engine.render import render
+    from paperdag.engine.spec import load_project
+
+    root_lock, own = built_toy / "dvc.lock", built_toy / "pipelines/toy/dvc.lock"
+    entries = engine_dvc.lock(built_toy)["stages"]
+    root = yaml.safe_load(root_lock.read_text())
+    root["stages"]["toy-left"] = entries["toy-left"]
+    root_lock.write_text(yaml.safe_dump(root, sort_keys=False))
+    mine = yaml.safe_load(own.read_text())
+    mine["stages"]["toy-left"] = {**entries["toy-left"], "cmd": "stale"}
+    own.write_text(yaml.safe_dump(mine, sort_keys=False))
+    assert engine_dvc.lock(built_toy)["stages"]["toy-left"]["cmd"] == "stale"  # what DVC reads too
+    assert "toy-left" in changed(built_toy)
+    project = load_project(built_toy)
+    assert render(project, check=True) is False
+    assert render(project) is False
+    assert sorted(yaml.safe_load(root_lock.read_text())["stages"]) == ["toy-combine"]
+    assert engine_dvc.lock(built_toy)["stages"] == entries
+    assert changed(built_toy) == set()
+    assert render(project, check=True) is True

@@ -80,15 +80,17 @@ def test_each_pipeline_gets_its_own_dvc_yaml_and_the_root_one_holds_the_stages_n
     """DVC rewrites the dvc.lock beside a dvc.yaml after each stage it records, so each pipeline's stages have their
     own file, run at the root (`wdir`) with params.yaml's values (`vars`); the root file holds the stages nothing
     reads (toy's combine), so a bare `dvc repro` reaches every stage. A generated file of a pipeline no longer
-    declared is removed (and is drift for --check); a file render did not write is left alone."""
+    declared is removed with the dvc.lock beside it (and is drift for --check); a file render did not write is left
+    alone."""
     project = load_project(toy)
     gone, mine = toy / "pipelines/gone/dvc.yaml", toy / "pipelines/mine/dvc.yaml"
     for path, head in ((gone, HEADER), (mine, "# my own\n")):
         path.parent.mkdir(parents=True)
         path.write_text(head + "stages: {}\n")
+    gone.with_name("dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
     assert render(project, check=True) is False
     assert render(project) is False
-    assert not gone.exists() and mine.exists()
+    assert not gone.exists() and not gone.with_name("dvc.lock").exists() and mine.exists()
     assert render(project, check=True) is True
     root = yaml.safe_load((toy / "dvc.yaml").read_text())
     assert list(root) == ["stages"] and list(root["stages"]) == ["toy-combine"]
@@ -102,8 +104,8 @@ def test_each_pipeline_gets_its_own_dvc_yaml_and_the_root_one_holds_the_stages_n
 
 
 def test_the_locks_read_as_one_and_a_moved_stage_s_old_entry_is_not_read(toy: Path) -> None:
-    """dvc.lock(root) joins the root's lock and each pipeline's; where a stage moved between dvc.yaml files (it
-    gained or lost its last reader), the entry of the file that declares it now is read, not the one left behind."""
+    """dvc.lock(root) joins the root's lock and each pipeline's, as DVC reads them: an entry counts only beside the
+    dvc.yaml that declares its stage (one left behind by a stage that moved between files is not read)."""
     from paperdag.engine import dvc
 
     render(load_project(toy))

@@ -105,3 +105,17 @@ def test_an_unknown_target_is_an_error_naming_it(toy: Path) -> None:
     """Neither pipeline, stage nor output: the error names the target and the known pipelines."""
     with pytest.raises(PaperdagError, match=r"'data/toy/nothing.npy' is no pipeline \(known: toy\)"):
         why.explain(toy, "data/toy/nothing.npy")
+
+
+def test_a_stage_is_named_as_paperdag_or_as_dvc_names_it(tmp_path: Path) -> None:
+    """`toy:left`, its dvc.yaml name `toy-left`, and DVC's `pipelines/toy/dvc.yaml:toy-left` (as `dvc status` lists
+    a stage of a pipeline's dvc.yaml) name the same stage."""
+    import shutil
+
+    from paperdag.engine.spec import load_project
+    from support import RESOURCES
+
+    shutil.copytree(RESOURCES / "toy", tmp_path / "toy")
+    project = load_project(tmp_path / "toy")
+    for target in ("toy:left", "toy-left", "pipelines/toy/dvc.yaml:toy-left"):
+        assert [s.address for s in why.resolve(project, target)] == ["toy:left"], target

@@ -86,32 +86,35 @@ def lock_of(dvc_yaml: str) -> str:
 
 
 def lock(root: Path, attempts: int = 8, files: list[Path] | None = None) -> dict:
-    """Every dvc.lock of the project, parsed, as one: {"stages": {name: entry}} (stage names are unique across the
-    files; a pipeline's file is read after the root's). DVC rewrites a lock in place, not atomically, whenever a
-    stage is recorded, so a reader beside a running `paperdag run` or `dvc repro` can catch it half-written: such a
-    read (a YAML error or a malformed entry) is retried, and only a file that stays unreadable is an error."""
+    """Every dvc.lock of the project (or `files`), parsed, as one: {"stages": {name: entry}}, as DVC reads them: an
+    entry counts only where the dvc.yaml beside its lock declares the stage (a stage that moved to another dvc.yaml
+    may leave its old entry behind; a lock with no dvc.yaml beside it counts whole). DVC rewrites a lock in place,
+    not atomically, whenever a stage is recorded, so a reader beside a running `paperdag run` or `dvc repro` can
+    catch it half-written: such a read (a YAML error or a malformed entry) is retried, and only a file that stays
+    unreadable is an error."""
     stages: dict = {}
-    where: dict[str, Path] = {}
     for path in lock_files(root) if files is None else files:
-        for name, entry in (_read_lock(path, attempts).get("stages") or {}).items():
-            if name in where and not _declares(path.with_name("dvc.yaml"), name):
-                continue  # a stage that moved to another dvc.yaml leaves its old entry behind: DVC reads the new one
-            stages[name], where[name] = entry, path
+        entries = read_lock_file(path, attempts).get("stages") or {}
+        declared = _declared(path.with_name("dvc.yaml"))
+        stages |= {name: e for name, e in entries.items()
+                   if declared is None or name in declared or name.partition("@")[0] in declared}
     return {"stages": stages} if stages else {}
 
 
-def _declares(dvc_yaml: Path, name: str) -> bool:
-    """Whether a dvc.yaml declares the stage (a matrix element `x@k` by its `x`)."""
+def _declared(dvc_yaml: Path) -> set[str] | None:
+    """The stage names a dvc.yaml declares (a matrix by its base name); None where there is none."""
     import yaml
 
     try:
-        declared = (load_yaml(dvc_yaml.read_text()) or {}).get("stages") or {}
-    except (OSError, yaml.YAMLError):
-        return False
-    return name in declared or name.partition("@")[0] in declared
+        return set((load_yaml(dvc_yaml.read_text()) or {}).get("stages") or {})
+    except FileNotFoundError:
+        return None
+    except yaml.YAMLError as e:
+        raise PaperdagError(f"{dvc_yaml}: not valid YAML ({e}): run `paperdag render`") from e
 
 
-def _read_lock(path: Path, attempts: int) -> dict:
+def read_lock_file(path: Path, attempts: int = 8) -> dict:
+    """One dvc.lock as it is on disk (every entry, declared or not), read again while caught half-written."""
     import yaml
 
     for attempt in range(attempts):

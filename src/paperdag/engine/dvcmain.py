@@ -99,25 +99,27 @@ def status(root: str) -> dict[str, Any]:
 
 def move_lock_entries(root: str, moves: dict[str, tuple[str, str]]) -> None:
     """Move each stage's dvc.lock entry, {name: (from lock, to lock)} (paths from `root`), as it is, under DVC's
-    repository lock, with DVC's own YAML round trip (the format `dvc repro` writes). Where the target lock has an
-    entry of that name already, it is kept and the other dropped. Raises DVC's own error (e.g. the lock is held by
-    a running `dvc repro`)."""
+    repository lock, with DVC's own YAML round trip (the format `dvc repro` writes). The entry is written into its
+    new lock before it leaves the old one, so an interrupted move leaves it twice, never nowhere (the reader takes
+    the one beside the dvc.yaml that declares the stage; the next render finishes the move); an entry of that name
+    already in the new lock is replaced (the moved one is the one DVC read until now). Raises DVC's own error (e.g.
+    the repository lock is held by a running `dvc repro`)."""
     with _repo(root, locked=True):
-        from dvc.utils.serialize import modify_yaml
+        from dvc.utils.serialize import load_yaml, modify_yaml
 
+        sources = {src: load_yaml(os.path.join(root, src)).get("stages") or {} for src, _ in moves.values()}
         for target in sorted({to for _, to in moves.values()}):
-            names = [n for n, (_, to) in moves.items() if to == target]
-            moved: dict[str, Any] = {}
-            for source in sorted({moves[n][0] for n in names}):
-                with modify_yaml(os.path.join(root, source)) as doc:
-                    for n in names:
-                        if moves[n][0] == source and n in (doc.get("stages") or {}):
-                            moved[n] = doc["stages"].pop(n)
             with modify_yaml(os.path.join(root, target)) as doc:
                 doc.setdefault("schema", "2.0")
                 stages = doc.setdefault("stages", {})
-                for n, entry in moved.items():
-                    stages.setdefault(n, entry)
+                for name, (src, to) in moves.items():
+                    if to == target and name in sources[src]:
+                        stages[name] = sources[src][name]
+        for src in sorted(sources):
+            with modify_yaml(os.path.join(root, src)) as doc:
+                for name, (source, _) in moves.items():
+                    if source == src:
+                        (doc.get("stages") or {}).pop(name, None)
 
 
 def main(argv: list[str]) -> int:

@@ -11,7 +11,7 @@ from paperdag.engine import dvc
 from paperdag.engine.codedeps import CodeIndex
 from paperdag.engine.dvc import lock_of
 from paperdag.engine.errors import PaperdagError
-from paperdag.engine.fsutil import atomic_write_text
+from paperdag.engine.fsutil import atomic_write_text, load_yaml
 from paperdag.engine.numerics import KEY as NUMERICS_KEY
 from paperdag.engine.params import PARAMS_FILE, load_params, lookup
 from paperdag.engine.spec import ROOT_DVC_YAML, Matrix, Project, Stage, param_paths, pipeline_dvc_yaml
@@ -118,15 +118,15 @@ def generated_files(root: Path) -> list[str]:
 
 def misplaced_lock_entries(root: Path, texts: dict[str, str]) -> dict[str, tuple[str, str]]:
     """Stage entries recorded in another dvc.lock than the one beside the dvc.yaml (of `texts`) that declares the
-    stage now, {name: (its lock, the lock it belongs in)}: the layout before one dvc.yaml per pipeline, or a stage
-    that gained or lost its last reader."""
+    stage, {name: (its lock, the lock it belongs in)}: the layout before one dvc.yaml per pipeline, a stage that
+    gained or lost its last reader, or a move that was interrupted."""
     home: dict[str, str] = {}
     for path, text in texts.items():
-        home |= {name: lock_of(path) for name in (yaml.safe_load(text).get("stages") or {})}
+        home |= {name: lock_of(path) for name in (load_yaml(text).get("stages") or {})}
     moves = {}
     for lock in dvc.lock_files(root):
         here = lock.relative_to(root).as_posix()
-        for name in dvc.lock(root, files=[lock]).get("stages") or {}:
+        for name in dvc.read_lock_file(lock).get("stages") or {}:
             belongs = home.get(name) or home.get(name.partition("@")[0])
             if belongs is not None and belongs != here:
                 moves[name] = (here, belongs)
@@ -134,23 +134,22 @@ def misplaced_lock_entries(root: Path, texts: dict[str, str]) -> dict[str, tuple
 
 
 def render(project: Project, check: bool = False) -> bool:
-    """Write every dvc.yaml (or, with check, only compare), removing those of pipelines no longer declared, and move
-    the dvc.lock entries of stages that changed file with them (misplaced_lock_entries): DVC checks an entry against
-    the stage's command, deps, params and outs as it finds them, so a moved entry spares only a rerun that would
-    compute the same, and never hides a change. Returns True when the files on disk were already current."""
+    """Write every dvc.yaml (or, with check, only compare), removing those of pipelines no longer declared (and the
+    dvc.lock beside each), and move the dvc.lock entries of stages recorded beside another dvc.yaml than the one
+    that declares them (misplaced_lock_entries): DVC checks an entry against the stage's command, deps, params and
+    outs as it finds them, so a moved entry spares only a rerun that would compute the same, and never hides a
+    change. Returns True when the files on disk were already current and every entry in place."""
     root = Path(project.root)
     texts = render_files(project)
     gone = [path for path in generated_files(root) if path not in texts]
     current = {path: (root / path).read_text() for path in texts if (root / path).exists()}
-    if check or (current == texts and not gone):
-        return current == texts and not gone
+    moves = misplaced_lock_entries(root, texts)
+    if check or (current == texts and not gone and not moves):
+        return current == texts and not gone and not moves
     for path, text in texts.items():
         if current.get(path) != text:
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(root / path, text)
-    for path in gone:
-        (root / path).unlink()
-    moves = misplaced_lock_entries(root, texts)
     if moves:
         from dvc.exceptions import DvcException
 
@@ -159,11 +158,15 @@ def render(project: Project, check: bool = False) -> bool:
         try:
             dvcmain.move_lock_entries(str(root), moves)
         except DvcException as e:
-            raise PaperdagError(f"render: moving {len(moves)} dvc.lock entries to their stages' new dvc.yaml failed: "
-                                f"{e}; run `paperdag render` again once no DVC command runs") from e
+            raise PaperdagError(f"render: moving {len(moves)} dvc.lock entries to the lock beside the dvc.yaml that "
+                                f"declares their stage failed: {e}; run `paperdag render` again once no DVC command "
+                                "runs (until then DVC takes those stages for never run)") from e
         import sys
 
         print(f"moved the dvc.lock entries of {len(moves)} stages to the lock beside their dvc.yaml", file=sys.stderr)
+    for path in gone:
+        (root / path).unlink()
+        (root / lock_of(path)).unlink(missing_ok=True)
     return False
 
 

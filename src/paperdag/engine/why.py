@@ -74,7 +74,8 @@ def resolve(project: Project, target: str | None) -> list[Stage]:
         return project.order(target)
     if target in project.stages:
         return [project.stages[target]]
-    by_dvc = [s for s in project.order() if s.dvc_name == target or s.dvc_name.startswith(target + "@")
+    name = target.rpartition(".yaml:")[2]  # DVC's `pipelines/<p>/dvc.yaml:<name>` too
+    by_dvc = [s for s in project.order() if s.dvc_name == name or s.dvc_name.startswith(name + "@")
               or s.address.startswith(target + "@")]
     if by_dvc:
         return by_dvc
