@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from support import cli, dvc, git, lock_texts, stages_run
@@ -198,8 +200,6 @@ def test_in_process_commit_records_a_stage_and_names_a_bad_one(built_toy: Path) 
     """`paperdag run` records each finished stage with DVC's commit in its own process (imported once, dvcmain):
     an output changed by hand is recorded in dvc.lock as `dvc commit --force` would, the caller's working directory
     is left where it was, and a stage DVC does not know is an error naming the command and the stage."""
-    import pytest
-
     from paperdag.engine.errors import PaperdagError
 
     out = built_toy / "data/toy/left.npy"
@@ -319,3 +319,26 @@ def test_an_interrupted_move_is_finished_by_the_next_render_and_the_moved_entry_
     assert engine_dvc.lock(built_toy)["stages"] == entries
     assert changed(built_toy) == set()
     assert render(project, check=True) is True
+
+
+def test_the_engines_dvc_parses_params_yaml_once_a_version(built_toy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DVC parses params.yaml for every stage that lists params and for every dvc.yaml that reads it for `${...}`
+    (each pipeline's `vars:`, as pipelines/<p>/../../params.yaml); the engine's DVC (dvcmain) parses it once per
+    version of the file, and DVC's status is the same."""
+    from dvc.utils.serialize import _yaml
+
+    from paperdag.engine import dvcmain
+
+    dvcmain.preload()
+    parsed: list[str] = []
+    real = _yaml.parse_yaml
+
+    def parse(text: str, path: str, typ: str = "safe") -> Any:
+        parsed.append(path)
+        return real(text, path, typ)
+
+    monkeypatch.setattr(_yaml, "parse_yaml", parse)
+    p = built_toy / "params.yaml"
+    p.write_text(p.read_text() + "\n")  # a new version: not parsed in this process yet
+    assert dvcmain.status(str(built_toy)) == {}
+    assert len([x for x in parsed if x.endswith("params.yaml")]) == 1, parsed

@@ -1,7 +1,9 @@
 """`python -m paperdag.engine.dvcmain ARGS`: DVC's own command line, with params files parsed once per process.
 
-DVC reads params.yaml once per stage that lists params (its round-trip YAML parser, pure Python): with 62 stages
-and a 29 KB params.yaml that is 7 s of a `dvc status`, nearly all of it. The engine's own DVC calls (status,
+DVC reads params.yaml once per stage that lists params and once per dvc.yaml that reads it for `${...}` (its YAML
+parser, pure Python): with 169 stages and a 64 kB params.yaml a plain `dvc status` takes ~35 s here, 8 s through
+this module (one-off, 2026-12-07). (ruamel's C parser, `ruamel.yaml.clib`, is not an option: libyaml's YAML 1.1
+scanner rejects params.yaml's `[sum3:upper, ...]`.) The engine's own DVC calls (status,
 commit) go through here, where DVC's param-file loader is memoised on (path, mtime, size); the parser, and so every
 value DVC compares with dvc.lock, is DVC's own. Users' `dvc` commands are untouched. `commit` runs DVC's commit in
 the calling process (a `paperdag run` records every stage it ran without importing DVC again per stage), and
@@ -16,7 +18,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,11 +26,13 @@ from typing import Any
 def _memoise_param_files() -> None:
     try:
         import dvc.dependency.param as param
+        import dvc.utils.serialize as serialize
     except ImportError:
         return
-    load = getattr(param, "load_path", None)
-    if load is None:  # another DVC release: run it as it is
+    load: Callable[..., Any] | None = getattr(param, "load_path", None)
+    if load is None or id(load) != id(getattr(serialize, "load_path", None)):  # another DVC release: as it is
         return
+    real: Callable[..., Any] = load
     cache: dict[tuple[str, int, int], Any] = {}
 
     def load_path(fs_path: str, fs: Any, **kwargs: Any) -> Any:
@@ -37,13 +41,15 @@ def _memoise_param_files() -> None:
         except OSError:
             st = None
         if st is None or kwargs:
-            return load(fs_path, fs, **kwargs)
-        key = (fs_path, st.st_mtime_ns, st.st_size)
+            return real(fs_path, fs, **kwargs)
+        # one key per file: a pipeline's dvc.yaml reaches params.yaml as pipelines/<p>/../../params.yaml
+        key = (os.path.realpath(fs_path), st.st_mtime_ns, st.st_size)
         if key not in cache:
-            cache[key] = load(fs_path, fs, **kwargs)
+            cache[key] = real(fs_path, fs, **kwargs)
         return copy.deepcopy(cache[key])
 
-    param.load_path = load_path
+    param.load_path = load_path  # the params of every stage
+    serialize.load_path = load_path  # the `vars:` of every dvc.yaml (DVC's parser imports it per call)
 
 
 _memoised = False
