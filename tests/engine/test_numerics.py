@@ -77,8 +77,10 @@ def test_the_run_records_the_numerics(repo: Path, weights: dict[str, str]) -> No
 def test_dvc_yaml_tracks_the_numerics_for_every_stage(repo: Path) -> None:
     import yaml
 
-    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
-    assert all(numerics.KEY in s["params"] for s in stages.values())
+    from paperdag.engine.render import generated_files
+
+    stages = {n: s for f in generated_files(repo) for n, s in yaml.safe_load((repo / f).read_text())["stages"].items()}
+    assert stages and all(numerics.KEY in s["params"] for s in stages.values())
 
 
 @pytest.mark.parametrize(

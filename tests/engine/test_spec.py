@@ -74,15 +74,21 @@ def test_bad_declaration_names_file_and_key(toy_files: Path, case: str) -> None:
 
 @pytest.mark.parametrize("case", ["cycle", "two_writers", "missing_function"])
 def test_cli_reports_one_line_and_writes_nothing(toy: Path, case: str) -> None:
-    """The CLI prints one line naming file and key, exits non-zero, and leaves dvc.yaml untouched."""
-    before = (toy / "dvc.yaml").read_text()
+    """The CLI prints one line naming file and key, exits non-zero, and leaves the dvc.yaml files untouched."""
+    from paperdag.engine.render import generated_files
+
+    def rendered() -> dict[str, str]:
+        return {f: (toy / f).read_text() for f in generated_files(toy)}
+
+    before = rendered()
+    assert len(before) == 2  # the root's and pipelines/toy/dvc.yaml
     write_pipeline(toy, BAD[case][0])
     r = cli(toy, "render", check=False)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("paperdag: error: pipelines/")
     assert BAD[case][2] in lines[0]
-    assert (toy / "dvc.yaml").read_text() == before
+    assert rendered() == before
     assert not (toy / "data").exists()
 
 
