@@ -217,7 +217,7 @@ def test_in_process_commit_records_a_stage_and_names_a_bad_one(built_toy: Path) 
 def test_in_process_status_is_dvc_status(built_toy: Path) -> None:
     """Where DVC's API is imported already (a `paperdag run` a warm server's child runs), the engine asks DVC's
     status in its own process: the same document as `dvc status --json` for a changed param, a changed output and
-    a changed stage module, and the caller's working directory is left where it was."""
+    a changed stage module, of every dvc.yaml or of one, and the caller's working directory is left where it was."""
     from paperdag.engine import dvcmain
 
     p = built_toy / "params.yaml"
@@ -231,6 +231,10 @@ def test_in_process_status_is_dvc_status(built_toy: Path) -> None:
     assert dvcmain.status(str(built_toy)) == cli_doc
     assert os.getcwd() == cwd
     assert {"toy-combine", "pipelines/toy/dvc.yaml:toy-left"} <= set(cli_doc)
+    # one dvc.yaml only (what a run of one pipeline asks): DVC reads that file, in process or not
+    own = json.loads(dvc(built_toy, "status", "--json", "pipelines/toy/dvc.yaml").stdout)
+    assert dvcmain.status(str(built_toy), ["pipelines/toy/dvc.yaml"]) == own
+    assert set(engine_dvc.status(built_toy, ["pipelines/toy/dvc.yaml"])) == {"toy-left", "toy-right"}
 
 
 def test_a_half_written_dvc_lock_is_read_again_not_taken_for_the_whole(tmp_path: Path) -> None:

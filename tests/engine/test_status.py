@@ -32,7 +32,7 @@ def test_a_changed_stage_makes_its_descendants_stale_not_its_siblings(project: P
 
 
 def test_status_says_changed_stale_or_up_to_date_per_stage(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dvc, "changed_stages", lambda root, names: {"toy-right"} & set(names))
+    monkeypatch.setattr(dvc, "changed_stages", lambda root, names, files=None: {"toy-right"} & set(names))
     st = status.status(project.root)
     assert st == {"toy": {"make": "up to date", "left": "up to date", "right": "changed",
                           "combine": "stale (upstream changed)"}}

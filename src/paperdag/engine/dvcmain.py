@@ -95,12 +95,12 @@ def commit(root: str, target: str) -> None:
         repo.commit(target, force=True)
 
 
-def status(root: str) -> dict[str, Any]:
+def status(root: str, targets: list[str] | None = None) -> dict[str, Any]:
     """`dvc status --json` in this process, as DVC's command runs it (the repository lock held): for a process that
     has DVC's API imported anyway (a warm server's child runs `paperdag run` with it preloaded), where starting
     `dvc status` would cost half a second. Raises DVC's own error."""
     with _repo(root, locked=True) as repo:
-        return json.loads(json.dumps(repo.status(check_updates=True), default=str))
+        return json.loads(json.dumps(repo.status(targets=targets or None, check_updates=True), default=str))
 
 
 def move_lock_entries(root: str, moves: dict[str, tuple[str, str]]) -> None:

@@ -19,7 +19,8 @@ def stale_stages(project: Project, pipeline: str) -> list[Stage]:
     for s in project.order(pipeline):
         wanted |= {u.address for u in project.upstream(s.address)}
     scope = [s for s in project.order() if s.address in wanted]
-    changed = dvc.changed_stages(project.root, [s.dvc_name for s in scope])
+    files = sorted({project.dvc_file(s) for s in scope})  # DVC reads only these (not every pipeline's)
+    changed = dvc.changed_stages(project.root, [s.dvc_name for s in scope], files)
     return stale_stages_from(project, changed, scope)
 
 

@@ -91,11 +91,12 @@ def resolve(project: Project, target: str | None) -> list[Stage]:
 def explain(root: Path, target: str | None = None) -> Explanation:
     """Why each stale stage among `target` (and the stages it reads from) is stale."""
     with ThreadPoolExecutor(1) as pool:  # DVC's status runs in its own process meanwhile
-        pending = pool.submit(dvc.status, Path(root))
         project = load_project(root)
         wanted = resolve(project, target)
         keep = {a for s in wanted for a in project.graph.ancestors(s.address)} | {s.address for s in wanted}
         scope = [s for s in project.order() if s.address in keep]
+        # DVC reads only the dvc.yaml files of the stages asked about (a pipeline's and the root's: 1.9 s vs 8-9 s)
+        pending = pool.submit(dvc.status, Path(root), None if target is None else [project.dvc_file(s) for s in scope])
         lock = dvc.lock(project.root).get("stages") or {}
         params = load_params(project.root)
         texts = {path: (project.root / path).read_text() for path in generated_files(project.root)}
