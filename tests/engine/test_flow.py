@@ -91,6 +91,52 @@ def test_dask_runner_on_an_existing_cluster(built_toy: Path, prefect_server: str
     assert "up to date" in dvc(toy, "status").stdout
 
 
+def test_a_dask_run_stops_when_the_cluster_has_no_worker_left(built_toy: Path, prefect_server: str) -> None:
+    """Every worker leaving mid-run (here: the cluster scaled to none while two 60 s stages run on it) left the
+    stages waiting on the scheduler forever, and the run with them. Now the run stops once the scheduler has had no
+    worker for --wait-for-workers seconds, long before the stages would have ended, with the reason on stderr, and
+    the dvc.lock files as they were."""
+    import subprocess
+    import sys
+    import time
+
+    from distributed import LocalCluster
+
+    from paperdag.engine import records
+
+    def stage_running() -> bool:
+        for record in records.pending(toy):
+            try:
+                if '"RUNNING"' in record.read_text():
+                    return True
+            except FileNotFoundError:
+                pass
+        return False
+
+    toy = built_toy
+    p = toy / "params.yaml"
+    p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 60"))
+    before = lock_texts(toy)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy", "--runner", "dask", "--address",
+                                cluster.scheduler_address, "--wait-for-workers", "2"], cwd=toy,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while not stage_running():
+            assert run.poll() is None and time.time() < deadline, run.communicate()
+            time.sleep(0.2)
+        cluster.scale(0)
+        gone = time.time()
+        try:
+            _, err = run.communicate(timeout=50)
+        except subprocess.TimeoutExpired:
+            run.kill()  # the run waits forever: what this test is about
+            raise
+    assert run.returncode != 0 and time.time() - gone < 50
+    assert f"the Dask scheduler at {cluster.scheduler_address} has had no worker for 2 s" in err, err
+    assert lock_texts(toy) == before
+
+
 def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_one(tmp_path: Path, monkeypatch,
                                                                                     capsys) -> None:
     """`paperdag run --runner dask --address` checks the scheduler before anything else (run lock, params, Prefect;

@@ -42,6 +42,24 @@ def _stage_command(address: str) -> list[str]:
 _SLOTS = threading.BoundedSemaphore(os.cpu_count() or 2)
 
 
+WAIT_POLL_S = 1.0  # how often the flow, waiting for a stage, looks whether it was told to stop
+_abandoned: list[str] = []  # why the running flow must stop: set from another thread (orchestrate's Dask watchdog)
+
+
+def abandon(reason: str) -> None:
+    """Tell the running flow to stop waiting for its stages: it stops them and ends FAILED with `reason`."""
+    _abandoned.append(reason)
+
+
+def _wait(future: Any) -> None:
+    """Wait for a stage's future, a second at a time, unless the flow was told to stop (then a StageError)."""
+    while not future.wrapped_future.done():
+        if _abandoned:
+            raise StageError(_abandoned[0])
+        future.wait(timeout=WAIT_POLL_S)
+    future.wait()
+
+
 def execute_stage(root: str, address: str, dvc_target: str, parent_run_id: str, flow_run_id: str) -> str:
     """Run one stage in a subprocess (on whichever worker Prefect placed this task; it dies with this process), then
     record it in dvc.lock.
@@ -116,7 +134,7 @@ def paperdag_pipeline(root: str, pipeline: str, stages: list[str] | None = None)
         try:
             for s in todo:
                 f = futures[s.address]
-                f.wait()
+                _wait(f)
                 if f.state.is_completed():
                     status[s.address] = "done"
                 elif f.state.is_failed() and (f.state.message or "").startswith(f"stage {s.address} "):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from paperdag.engine import locks, warm
@@ -68,6 +70,7 @@ def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
 
 DASK_CONNECT_S = 30.0  # how long to wait for a Dask scheduler named with --address to answer (distributed's default)
 DASK_WORKER_WAIT_S = 30.0  # --wait-for-workers' default
+WATCH_POLL_S = 1.0  # how often a run on a Dask cluster asks its scheduler for workers (dask_watchdog)
 
 
 def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
@@ -97,6 +100,56 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
             raise StageError(f"the Dask scheduler at {address} has no worker (waited {wait:g} s): a stage sent there "
                              f"would wait forever; start one (`dask worker {address}`) and run again, or pass "
                              "--wait-for-workers 0 to a cluster that starts them when tasks arrive") from None
+
+
+@contextlib.contextmanager
+def dask_watchdog(address: str, wait: float) -> Iterator[None]:
+    """While a run's stages are on the Dask scheduler at `address`: where it has had no worker for `wait` seconds
+    (every worker left or died, or the scheduler stopped answering), the stages it holds would wait forever, and so
+    would the run; the flow is told to stop (flow.abandon), naming it. wait <= 0: not watched (a cluster that starts
+    its workers when tasks arrive)."""
+    from paperdag.engine import flow
+
+    flow._abandoned.clear()
+    if wait <= 0:
+        yield
+        return
+    from distributed import Client
+
+    stop = threading.Event()
+
+    def watch() -> None:
+        try:
+            client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
+        except (OSError, ImportError, TypeError):
+            client = None
+        since: float | None = None
+        try:
+            while not stop.wait(WATCH_POLL_S):
+                try:
+                    workers = client.scheduler_info().get("workers") if client else None
+                except Exception:  # the scheduler gone or not answering: no worker either
+                    workers = None
+                if workers:
+                    since = None
+                    continue
+                since = since or time.monotonic()
+                if time.monotonic() - since >= wait:
+                    flow.abandon(f"the Dask scheduler at {address} has had no worker for {wait:g} s (every worker "
+                                 "left or died): the stages still on it would wait forever, so the run stopped; "
+                                 "start a worker and run again (the stages that finished are recorded)")
+                    return
+        finally:
+            if client is not None:
+                client.close()
+
+    watcher = threading.Thread(target=watch, name="dask watchdog", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join(timeout=DASK_CONNECT_S)
 
 
 def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str | None = None,
@@ -140,10 +193,12 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
             configured = flow.paperdag_pipeline.with_options(
                 task_runner=flow.task_runner(runner, address, workers, len(todo)))
             ready()
-            with contextlib.nullcontext() if beats else _no_heartbeats():
+            wait = DASK_WORKER_WAIT_S if wait_for_workers is None else wait_for_workers
+            watched = dask_watchdog(address, wait) if runner == "dask" and address else contextlib.nullcontext()
+            with contextlib.nullcontext() if beats else _no_heartbeats(), watched:
                 state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
             if warm.client_pid() != os.getpid():  # a warm server's child: it ends with os._exit
                 _deliver_logs_and_events()
         if state.is_failed():
-            raise StageError(state.message or f"{pipeline}: the flow failed")
+            raise StageError(flow._abandoned[0] if flow._abandoned else state.message or f"{pipeline}: the flow failed")
         return state.result()
