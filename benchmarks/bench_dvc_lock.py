@@ -8,9 +8,12 @@ locks, side by side in one run, CPU-seconds of this process (median of --repeats
 default rap): its smoke-scale scratch repository built once, and `dvc repro -f -s <pipeline>-claims` (a stage of
 milliseconds, in the root dvc.yaml) timed, alternating, with the root lock a full checkout has (its claims entry and
 every other pipeline's: this layout) and with every committed entry in it (the one lock of before). That
-difference also holds `paperdag stage`'s own read of the lock (its outputs' recorded md5s).
+difference also holds `paperdag stage`'s own read of the lock (its outputs' recorded md5s). Last (--status-pipeline,
+default mfc), one `dvc status` of this repository three ways: a user's plain one, the engine's over every dvc.yaml,
+and the engine's over one pipeline's dvc.yaml and the root's (status_s).
 
-    .venv/bin/python benchmarks/bench_dvc_lock.py [--repeats 3] [--pipeline rap]   # writes benchmarks/results/dvc_lock.json
+    .venv/bin/python benchmarks/bench_dvc_lock.py [--repeats 3] [--pipeline rap] [--status-pipeline mfc]
+    # writes benchmarks/results/dvc_lock.json
 """
 
 from __future__ import annotations
@@ -104,10 +107,35 @@ def end_to_end(pipeline: str, locks: list[Path], repeats: int) -> dict:
             "median": median, "ratio_one_over_layout_wall": median["one_lock"]["wall_s"] / median["this_layout"]["wall_s"]}
 
 
+def status_s(pipeline: str, repeats: int) -> dict:
+    """What one status of this repository costs, wall and CPU seconds (medians, alternating): a user's plain `dvc
+    status` (DVC parses params.yaml once per stage that lists params), the engine's over every dvc.yaml (dvcmain:
+    params parsed once a version), and the engine's over one pipeline's files (its dvc.yaml and the root's: what
+    planning `paperdag run <pipeline>` and `paperdag why <pipeline>` ask)."""
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    legs = {"plain_dvc_every_file": ["-m", "dvc", "status", "--json"],
+            "engine_every_file": ["-m", "paperdag.engine.dvcmain", "status", "--json"],
+            "engine_one_pipeline": ["-m", "paperdag.engine.dvcmain", "status", "--json",
+                                    f"pipelines/{pipeline}/dvc.yaml", "dvc.yaml"]}
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in legs}
+    for _ in range(repeats):
+        for name, args in legs.items():
+            before = children_cpu_s()
+            start = time.perf_counter()
+            subprocess.run([sys.executable, *args], cwd=REPO, env=env, check=True, capture_output=True)
+            runs[name].append({"wall_s": time.perf_counter() - start, "cpu_s": children_cpu_s() - before})
+    median = {k: {m: statistics.median(r[m] for r in v) for m in ("wall_s", "cpu_s")} for k, v in runs.items()}
+    return {"pipeline": pipeline, "median": median,
+            "ratio_every_over_one_pipeline": median["engine_every_file"]["wall_s"] / median["engine_one_pipeline"]["wall_s"],
+            "ratio_plain_over_engine": median["plain_dvc_every_file"]["wall_s"] / median["engine_every_file"]["wall_s"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pipeline", default="rap", help="whose smoke repo the end-to-end leg builds ('' skips it)")
+    ap.add_argument("--status-pipeline", default="mfc", help="whose files the one-pipeline status reads ('' skips the "
+                    "status leg)")
     args = ap.parse_args()
     locks = lock_files(REPO)
     with tempfile.TemporaryDirectory(prefix="paperdag-dvc-lock-") as tmp:
@@ -133,6 +161,8 @@ def main() -> None:
                "note": "at the committed locks' size: a `dvc repro` of every stage from empty locks costs about half"}
     if args.pipeline:
         results["end_to_end"] = end_to_end(args.pipeline, locks, args.repeats)
+    if args.status_pipeline:
+        results["status"] = status_s(args.status_pipeline, args.repeats)
     out = HERE / "results" / "dvc_lock.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"{n} stages in {len(split)} dvc.lock files, {results['one_lock_bytes'] / 1e3:.0f} kB in all")
@@ -147,6 +177,10 @@ def main() -> None:
               f"lock of this layout ({e['lock_bytes']['this_layout'] / 1e3:.0f} kB), {one_lock['wall_s']:.1f} s "
               f"({one_lock['cpu_s']:.1f} CPU-s) with every entry in one lock ({e['lock_bytes']['one_lock'] / 1e3:.0f} kB): "
               f"{e['ratio_one_over_layout_wall']:.1f}x")
+    if args.status_pipeline:
+        st = results["status"]["median"]
+        print("  a status of this repository, wall (CPU) seconds: " + ", ".join(
+            f"{k} {v['wall_s']:.1f} ({v['cpu_s']:.1f})" for k, v in st.items()))
     print(f"wrote {out.relative_to(REPO)}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,6 @@ def render(project: Project, check: bool = False) -> bool:
             raise PaperdagError(f"render: moving {len(moves)} dvc.lock entries to the lock beside the dvc.yaml that "
                                 f"declares their stage failed: {e}; run `paperdag render` again once no DVC command "
                                 "runs (until then DVC takes those stages for never run)") from e
-        import sys
-
         print(f"moved the dvc.lock entries of {len(moves)} stages to the lock beside their dvc.yaml", file=sys.stderr)
     for path in gone:
         (root / path).unlink()
@@ -172,7 +171,5 @@ def render(project: Project, check: bool = False) -> bool:
 
 def ensure_rendered(project: Project) -> None:
     """Re-render the dvc.yaml files when they have drifted from pipelines/ (say so)."""
-    import sys
-
     if not render(project):
         print("dvc.yaml was out of date with pipelines/: re-rendered", file=sys.stderr)
