@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,14 @@ os.environ.pop("PAPERDAG_ROOT", None)
 # MLflow (~2 CPU-s) where the test worker has it imported once. tests/engine/test_records.py tests the detached
 # drainer itself (PAPERDAG_DRAIN=detached, the default outside the suite).
 os.environ.setdefault("PAPERDAG_DRAIN", "off")
+
+
+def wait_for(predicate: Any, what: str, timeout: float = 120, step: float = 0.05) -> None:
+    """Poll `predicate` until it holds; fail naming `what` after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(step)
 
 
 def alive(pid: int) -> bool:

@@ -16,18 +16,12 @@ import pytest
 
 from paperdag.engine import locks, records, warm
 from paperdag.engine.tracking import client
-from support import alive, cli, dvc, lock_texts
+from support import alive, cli, dvc, lock_texts, wait_for
 
 # one worker runs test_flow.py and test_locks.py, so the session's one Prefect server (conftest.py prefect_server)
 # starts once, not once per worker
 pytestmark = pytest.mark.xdist_group("prefect")
 
-
-def wait_for(predicate, what: str, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while not predicate():
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def slow_left(repo: Path, seconds: float) -> None:

@@ -16,7 +16,7 @@ import pytest
 from paperdag.engine import records
 from paperdag.engine.fsutil import dvc_md5
 from paperdag.engine.tracking import client
-from support import cli, dvc, git
+from support import cli, dvc, git, wait_for
 
 OFF = {records.DRAIN_ENV: "off", "PAPERDAG_WARM": "off"}  # a stage in its own process (killed here: see test_warm)
 
@@ -33,12 +33,6 @@ def set_param(repo: Path, old: str, new: str) -> None:
     assert old in p.read_text()
     p.write_text(p.read_text().replace(old, new))
 
-
-def wait_for(predicate, what: str, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while not predicate():
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_a_stage_leaves_a_record_that_the_next_reader_logs(built_toy: Path) -> None:

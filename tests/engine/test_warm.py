@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support import alive, cli, dvc, smoke_group
+from support import alive, cli, dvc, smoke_group, wait_for
 from paperdag.engine import warm
 from paperdag.engine.failures import failure_path
 
@@ -34,12 +34,6 @@ def warm_env(value: str):
         else:
             os.environ[warm.ENV] = old
 
-
-def wait_for(predicate, what: str, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while not predicate():
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture
