@@ -51,6 +51,14 @@ def abandon(reason: str) -> None:
     _abandoned.append(reason)
 
 
+def abandoned(clear: bool = False) -> str | None:
+    """Why the flow was told to stop, if it was; `clear`: forget it (a new run in this process)."""
+    reason = _abandoned[0] if _abandoned else None
+    if clear:
+        _abandoned.clear()
+    return reason
+
+
 def _wait(future: Any) -> None:
     """Wait for a stage's future, a second at a time, unless the flow was told to stop (then a StageError)."""
     while not future.wrapped_future.done():

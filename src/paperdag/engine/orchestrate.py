@@ -110,7 +110,6 @@ def dask_watchdog(address: str, wait: float) -> Iterator[None]:
     its workers when tasks arrive)."""
     from paperdag.engine import flow
 
-    flow._abandoned.clear()
     if wait <= 0:
         yield
         return
@@ -195,10 +194,11 @@ def run_pipeline(root: Path, pipeline: str, runner: str = "thread", address: str
             ready()
             wait = DASK_WORKER_WAIT_S if wait_for_workers is None else wait_for_workers
             watched = dask_watchdog(address, wait) if runner == "dask" and address else contextlib.nullcontext()
+            flow.abandoned(clear=True)  # an earlier run's reason in this process is not this run's
             with contextlib.nullcontext() if beats else _no_heartbeats(), watched:
                 state = configured(root=str(root), pipeline=pipeline, stages=[s.address for s in todo], return_state=True)
             if warm.client_pid() != os.getpid():  # a warm server's child: it ends with os._exit
                 _deliver_logs_and_events()
         if state.is_failed():
-            raise StageError(flow._abandoned[0] if flow._abandoned else state.message or f"{pipeline}: the flow failed")
+            raise StageError(flow.abandoned() or state.message or f"{pipeline}: the flow failed")
         return state.result()

@@ -168,11 +168,10 @@ def _lock_drift(project: Project, stages: list[Stage], lock: dict[str, Any], pro
     """Stages that dvc.lock does not describe as declared now (command, params or code changed), with why. Data
     inputs and outputs absent from this checkout (a fresh clone) are not drift: the rerun makes them."""
     drift = {s.dvc_name: "not in dvc.lock" for s in stages if s.dvc_name not in lock}
-    targets = [project.dvc_target(s) for s in stages if s.dvc_name in lock]
-    status = json.loads(dvc.dvc(project.root, "status", "--json", *targets).stdout or "{}") if targets else {}
-    for name, changes in status.items():
-        name = name.split(":")[-1]
-        for change in changes:
+    locked = [s for s in stages if s.dvc_name in lock]
+    status = dvc.status(project.root, [project.dvc_file(s) for s in locked]) if locked else {}
+    for name in {s.dvc_name for s in locked} & set(status):
+        for change in status[name]:
             if change == "changed command":
                 drift[name] = "its command changed"
             elif isinstance(change, dict):
