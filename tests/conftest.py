@@ -188,12 +188,13 @@ def built_toy(built_toy_template: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory: pytest.TempPathFactory):
-    """One real `prefect server start` for the session; PREFECT_API_URL points every later process at it."""
+    """One real `prefect server start` for the session, its API alone (the tests read and write runs through it;
+    none waits on a scheduler's tick); PREFECT_API_URL points every later process at it."""
     from paperdag.engine.prefect_server import running_server
 
     home = tmp_path_factory.mktemp("prefect-home")
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
-    with running_server(home) as url:
+    with running_server(home, services=False) as url:
         os.environ["PREFECT_API_URL"] = url
         os.environ["PREFECT_HOME"] = str(home)
         try:

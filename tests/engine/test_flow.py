@@ -115,7 +115,7 @@ def test_a_dask_run_stops_when_the_cluster_has_no_worker_left(built_toy: Path, p
 
     toy = built_toy
     p = toy / "params.yaml"
-    p.write_text(p.read_text().replace("seconds: 0.0", "seconds: 60"))
+    p.write_text(p.read_text().replace("wait: 0.0", "wait: 60"))
     before = lock_texts(toy)
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
         run = subprocess.Popen([sys.executable, "-m", "paperdag", "run", "toy", "--runner", "dask", "--address",

@@ -25,8 +25,10 @@ pytestmark = pytest.mark.xdist_group("prefect")
 
 
 def slow_left(repo: Path, seconds: float) -> None:
+    """The toy's branches (left and right) run for `seconds` each, waiting: a stage that is there to be running
+    costs the suite no CPU."""
     p = repo / "params.yaml"
-    p.write_text(p.read_text().replace("seconds: 0.0", f"seconds: {seconds}"))
+    p.write_text(p.read_text().replace("wait: 0.0", f"wait: {seconds}"))
 
 
 def _tags(record: Path) -> dict:
@@ -52,7 +54,7 @@ def test_dvc_repro_is_refused_while_paperdag_run_runs(built_toy: Path, prefect_s
     r = dvc(built_toy, "repro", check=False)
     assert r.returncode != 0 and time.perf_counter() - t < 30
     assert f"`paperdag run` (pid {run.pid}) is running" in r.stdout + r.stderr
-    out, err = run.communicate(timeout=300)
+    _, err = run.communicate(timeout=300)
     assert run.returncode == 0, err
     c = client(built_toy)
     found = c.search_runs([c.get_experiment_by_name("toy").experiment_id], max_results=1000)
@@ -101,7 +103,7 @@ def test_a_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path, tmp_pa
     assert len(parent) == 1 and parent[0].info.status == "KILLED"
     assert all(r.info.status != "RUNNING" for r in found)
     p = built_toy / "params.yaml"
-    p.write_text(p.read_text().replace("seconds: 30.0", "seconds: 0.1"))
+    p.write_text(p.read_text().replace("wait: 30.0", "wait: 0.1"))
     assert cli(built_toy, "run", "toy").returncode == 0
     assert "up to date" in dvc(built_toy, "status").stdout
 
@@ -211,6 +213,6 @@ def test_a_served_run_killed_with_sigkill_leaves_nothing_behind(built_toy: Path,
     assert all(r.info.status != "RUNNING" for r in found)
     assert lock_texts(built_toy) == before
     p = built_toy / "params.yaml"
-    p.write_text(p.read_text().replace("seconds: 60.0", "seconds: 0.1"))
+    p.write_text(p.read_text().replace("wait: 60.0", "wait: 0.1"))
     assert cli(built_toy, "run", "toy", env={warm.ENV: str(path)}).returncode == 0
     assert "up to date" in dvc(built_toy, "status").stdout

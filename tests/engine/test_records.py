@@ -101,7 +101,7 @@ def test_a_drainer_killed_halfway_resumes_the_same_run(built_toy: Path, monkeypa
 def test_a_killed_stage_ends_killed_not_running(built_toy: Path, sig: int) -> None:
     """A stage killed mid-run (SIGKILL: no chance to say so; SIGTERM: it unwinds) ends KILLED in MLflow once the next
     command drains, ending about when it was last seen, with the reason; its earlier outputs are intact."""
-    set_param(built_toy, "seconds: 0.0", "seconds: 60.0")
+    set_param(built_toy, "wait: 0.0", "wait: 60.0")
     before = (built_toy / "data/toy/left.npy").read_bytes()
     p = subprocess.Popen([sys.executable, "-m", "paperdag", "stage", "toy:left"], cwd=built_toy,
                          env={**os.environ, **OFF}, stderr=subprocess.PIPE, text=True)
@@ -120,7 +120,7 @@ def test_a_killed_stage_ends_killed_not_running(built_toy: Path, sig: int) -> No
 
 def test_a_running_stage_is_not_marked_killed(built_toy: Path) -> None:
     """A drain while a stage runs leaves its record alone; the run is logged FINISHED when the stage ends."""
-    set_param(built_toy, "seconds: 0.0", "seconds: 3.0")
+    set_param(built_toy, "wait: 0.0", "wait: 3.0")
     p = subprocess.Popen([sys.executable, "-m", "paperdag", "stage", "toy:left"], cwd=built_toy,
                          env={**os.environ, **OFF}, stderr=subprocess.DEVNULL)
     wait_for(lambda: records.pending(built_toy), "the stage's record")

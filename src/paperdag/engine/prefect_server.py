@@ -142,16 +142,19 @@ def stop(proc: subprocess.Popen, grace: float = 10) -> None:
 
 
 @contextmanager
-def running_server(home: Path) -> Iterator[str]:
+def running_server(home: Path, services: bool = True) -> Iterator[str]:
     """A real `prefect server start` (what a team points PREFECT_API_URL at) on a free port, for the block's length;
     yields its API URL. Used by the tests and the engine benchmark. Its database starts from the template, as a
-    team's long-running server's has been migrated since its first start."""
+    team's long-running server's has been migrated since its first start. `services=False`: the API alone
+    (`--no-services`: no scheduler, late-run or other loop services), for a caller that only reads and writes runs
+    through the API, as the test suite does (idle, the services cost ~0.02 CPU-s a second)."""
     url = f"http://127.0.0.1:{(port := free_port())}/api"
     env = {**_database_env(home), "PREFECT_HOME": str(home), "PREFECT_API_URL": "",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
     with open(home / "server.log", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                                 str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                 str(port), *([] if services else ["--no-services"])],
+                                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             wait_healthy(url, proc, 180, home / "server.log")
             yield url

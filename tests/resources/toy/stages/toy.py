@@ -24,6 +24,7 @@ class MakeParams:
 @dataclass(frozen=True)
 class WorkParams:
     seconds: float
+    wait: float
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,13 @@ def make(params: MakeParams) -> dict:
 
 def square(params: WorkParams, table: pl.DataFrame) -> dict:
     spin(params.seconds)
+    time.sleep(params.wait)
     return {"values": table["x"].to_numpy() ** 2}
 
 
 def cube(params: WorkParams, table: pl.DataFrame) -> dict:
     spin(params.seconds)
+    time.sleep(params.wait)
     return {"values": {"cube": table["x"].to_numpy() ** 3}}
 
 
