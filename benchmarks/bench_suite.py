@@ -9,7 +9,13 @@ more pipelines assumes each new pipeline costs the mean of the present ones and 
 run (wall = test-seconds / that parallelism); and the test-seconds each new pipeline may cost for the suite to stay
 under the target (--minutes).
 
-    .venv/bin/python benchmarks/bench_suite.py [--pipelines 19] [-- PYTEST ARGS]
+With --cpu it also says where the machine's CPU went: every process started meanwhile is sampled (psutil, every
+0.25 s; a process that lives less than that is missed, so the sum is a lower bound) and its CPU-seconds summed by
+kind (a pytest worker, a stage the warm server forked, a `dvc repro`, a Prefect server, ...) and by the test whose
+temporary directory it ran in. The sampling costs a few per cent of a core, so the run's other figures are a little
+worse than without it.
+
+    .venv/bin/python benchmarks/bench_suite.py [--pipelines 19] [--cpu] [-- PYTEST ARGS]
 """
 
 from __future__ import annotations
@@ -53,18 +59,85 @@ def busy_cpu_s() -> float | None:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
+def kind(command: list[str], parent: list[str]) -> str:
+    """What a process is, from its command line and its parent's."""
+    args, parent = [c.rsplit("/", 1)[-1] for c in command], [c.rsplit("/", 1)[-1] for c in parent]
+    if "exec(eval(sys.stdin.readline()))" in " ".join(command):
+        return "pytest worker"  # execnet's bootstrap
+    for tool in ("paperdag", "dvc"):
+        if tool in args[:3]:
+            sub = next((c for c in args[args.index(tool) + 1:] if not c.startswith("-")), "")
+            if (tool, sub) == ("paperdag", "warm") and "paperdag" in parent and "warm" in parent:
+                return "stage forked by paperdag warm"
+            return f"{tool} {sub}".strip()
+    if "pytest" in args[:3]:
+        return "pytest"
+    if "uvicorn" in args[:3] or "prefect" in args[:3]:
+        return "Prefect server"
+    if any(x in " ".join(command) for x in ("playwright", "chrom", "headless_shell")):
+        return "Chromium (playwright)"
+    return "other: " + " ".join(args[:3])[:60]
+
+
+TEST_DIR = re.compile(r"/pytest-\d+/(?:popen-gw\d+/)?([^/]+?)\d*(?:/|$)")
+
+
+class CpuSampler:
+    """CPU-seconds of every process started after it, by kind() and by the test directory it ran in."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self.psutil, self.start, self.me = psutil, time.time(), os.getpid()
+        self.seen: dict[tuple[int, float], dict] = {}
+
+    def sample(self) -> None:
+        for p in self.psutil.process_iter(["pid", "ppid", "create_time", "cmdline", "cpu_times", "cwd"]):
+            i = p.info
+            if i["pid"] == self.me or not i["create_time"] or i["create_time"] < self.start or i["cpu_times"] is None:
+                continue
+            key = (i["pid"], i["create_time"])
+            row = self.seen.setdefault(key, {"cmdline": i["cmdline"] or [], "ppid": i["ppid"], "cwd": i["cwd"] or ""})
+            row["cpu"] = i["cpu_times"].user + i["cpu_times"].system
+
+    def report(self) -> dict:
+        by_pid = {pid: row for (pid, _), row in self.seen.items()}
+        kinds: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+        tests: dict[str, float] = defaultdict(float)
+        for row in self.seen.values():
+            parent = by_pid.get(row["ppid"], {}).get("cmdline", [])
+            k = kinds[kind(row["cmdline"], parent)]
+            k[0] += row.get("cpu", 0.0)
+            k[1] += 1
+            m = TEST_DIR.search(row["cwd"])
+            tests[m.group(1) if m else "(outside a test's directory)"] += row.get("cpu", 0.0)
+        return {
+            "sampled_cpu_s": sum(k[0] for k in kinds.values()),
+            "by_kind": {n: {"cpu_s": round(c, 1), "processes": p} for n, (c, p) in sorted(kinds.items(), key=lambda kv: -kv[1][0])},
+            "by_test_directory": {n: round(c, 1) for n, c in sorted(tests.items(), key=lambda kv: -kv[1])[:30]},
+            "note": "processes sampled every 0.25 s: one that lived less is missed (a lower bound); a test's directory "
+                    "is pytest's tmp_path (its name cut to 30 characters) or a smoke build's (the pipeline's name)",
+        }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pipelines", type=int, default=19, help="how many pipelines to estimate the suite for")
     ap.add_argument("--minutes", type=float, default=10, help="the suite's target: the budget each new pipeline has")
+    ap.add_argument("--cpu", action="store_true", help="also sample where the CPU goes (by process kind and by test)")
     ap.add_argument("pytest_args", nargs="*")
     args = ap.parse_args()
     pipelines = {p.stem for p in (REPO / "pipelines").glob("*.yaml")}
     with tempfile.TemporaryDirectory(prefix="paperdag-suite-") as tmp:
         report = Path(tmp) / "junit.xml"
+        sampler = CpuSampler() if args.cpu else None
         t, busy = time.perf_counter(), busy_cpu_s()
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
-                            *args.pytest_args], cwd=REPO)
+        r = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+                              *args.pytest_args], cwd=REPO)
+        while r.poll() is None:
+            if sampler:
+                sampler.sample()
+            time.sleep(0.25)
         wall = time.perf_counter() - t
         busy = busy_cpu_s() - busy if busy is not None else None
         cases = list(ET.parse(report).getroot().iter("testcase"))
@@ -96,6 +169,8 @@ def main() -> None:
         "budget": {"minutes": args.minutes, "per_new_pipeline_s": budget,
                    "means": "the test-seconds each new pipeline may cost for the suite to stay under the target"},
     }
+    if sampler:
+        results["cpu"] = sampler.report()
     out = HERE / "results" / "suite.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
@@ -108,6 +183,14 @@ def main() -> None:
           f"({estimate / 60:.1f} min)")
     if budget is not None:
         print(f"under {args.minutes:g} min, each of the {new} new pipelines may cost {budget:.0f} test-seconds")
+    if sampler:
+        cpu = results["cpu"]
+        print(f"where the CPU went (sampled, a lower bound): {cpu['sampled_cpu_s']:.0f} CPU-s")
+        for n, k in list(cpu["by_kind"].items())[:15]:
+            print(f"  {k['cpu_s']:7.1f} CPU-s {k['processes']:5d} processes  {n}")
+        print("by test directory:")
+        for n, c in list(cpu["by_test_directory"].items())[:15]:
+            print(f"  {c:7.1f} CPU-s  {n}")
     print(f"wrote {out.relative_to(REPO)}")
     sys.exit(r.returncode)
 
