@@ -4,6 +4,7 @@ one run per repository at a time, and cron schedules on a Prefect server."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -159,6 +160,15 @@ def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_
     monkeypatch.setattr(orchestrate, "DASK_CONNECT_S", 0.5)
     with pytest.raises(StageError, match=rf"cannot reach a Dask scheduler at {re.escape(address)}"):
         orchestrate.require_dask_worker(address)  # the cluster is gone
+    # a peer that accepts the connection and never answers distributed's handshake (not a scheduler, or a hung one):
+    # distributed bounds the connection, not the handshake after it, and the run waited forever
+    with socket.create_server(("127.0.0.1", 0)) as mute:
+        silent = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
+        started = time.monotonic()
+        said = rf"cannot reach a Dask scheduler at {re.escape(silent)} \(--address\): TimeoutError: no answer to distributed's handshake"
+        with pytest.raises(StageError, match=said):
+            orchestrate.require_dask_worker(silent)
+        assert time.monotonic() - started < 10
     with pytest.raises(StageError, match="'scheduler:8786x' is not a Dask scheduler's address"):
         orchestrate.require_dask_worker("scheduler:8786x")
 
@@ -178,7 +188,7 @@ def test_second_concurrent_run_stops_with_a_clear_message(built_toy: Path, prefe
     second = cli(toy, "run", "toy", check=False)
     assert second.returncode == 2
     assert f"another `paperdag run` (pid {first.pid}) is running" in second.stderr
-    out, err = first.communicate(timeout=300)
+    _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
     assert "up to date" in dvc(toy, "status").stdout
 

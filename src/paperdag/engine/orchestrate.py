@@ -87,6 +87,7 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
     except ValueError as e:
         raise StageError(f"--address {address!r} is not a Dask scheduler's address (tcp://HOST:PORT): {e}") from None
     try:
+        _handshake(address, DASK_CONNECT_S)
         client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
     except (OSError, ImportError, TypeError) as e:  # unreachable or slow (TimeoutError), versions, TLS not configured
         raise StageError(f"cannot reach a Dask scheduler at {address} (--address): {type(e).__name__}: {e}") from None
@@ -100,6 +101,27 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
             raise StageError(f"the Dask scheduler at {address} has no worker (waited {wait:g} s): a stage sent there "
                              f"would wait forever; start one (`dask worker {address}`) and run again, or pass "
                              "--wait-for-workers 0 to a cluster that starts them when tasks arrive") from None
+
+
+def _handshake(address: str, timeout: float) -> None:
+    """Connect to `address` and exchange distributed's handshake, as a Client's connection does, within `timeout`
+    seconds (TimeoutError otherwise). distributed bounds the connection but not the handshake after it: a peer that
+    accepts and never answers (not a Dask scheduler, or a hung one) held Client() forever, and so the run."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def probe() -> None:
+        try:
+            comm = await asyncio.wait_for(connect(address, timeout=timeout, **Security().get_connection_args("client")),
+                                          timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no answer to distributed's handshake within {timeout:g} s (is a Dask scheduler "
+                               "listening there?)") from None
+        await comm.close()
+
+    asyncio.run(probe())
 
 
 @contextlib.contextmanager
