@@ -4,7 +4,6 @@ one run per repository at a time, and cron schedules on a Prefect server."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -136,41 +135,6 @@ def test_a_dask_run_stops_when_the_cluster_has_no_worker_left(built_toy: Path, p
     assert run.returncode != 0 and time.time() - gone < 50
     assert f"the Dask scheduler at {cluster.scheduler_address} has had no worker for 2 s" in err, err
     assert lock_texts(toy) == before
-
-
-def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_one(tmp_path: Path, monkeypatch,
-                                                                                    capsys) -> None:
-    """`paperdag run --runner dask --address` checks the scheduler before anything else (run lock, params, Prefect;
-    here there is not even a project): one without a worker after --wait-for-workers stops the run with a message
-    naming it (a stage sent there waited forever, and so did the run), as do an address where none answers and one
-    that is not an address; a wait of 0 checks no worker."""
-    import re
-
-    from distributed import LocalCluster
-
-    from paperdag.engine import orchestrate
-    from paperdag.engine.errors import StageError
-
-    with LocalCluster(n_workers=0, processes=False, protocol="tcp", dashboard_address=None) as cluster:
-        address = cluster.scheduler_address  # tcp://: what another process reaches
-        with pytest.raises(StageError, match=rf"Dask scheduler at {re.escape(address)} has no worker \(waited 0.5 s\)"):
-            orchestrate.run_pipeline(tmp_path, "toy", "dask", address, wait_for_workers=0.5)
-        assert f"waiting up to 0.5 s for a worker of the Dask scheduler at {address}" in capsys.readouterr().err
-        orchestrate.require_dask_worker(address, 0)  # a cluster that starts its workers when tasks arrive
-    monkeypatch.setattr(orchestrate, "DASK_CONNECT_S", 0.5)
-    with pytest.raises(StageError, match=rf"cannot reach a Dask scheduler at {re.escape(address)}"):
-        orchestrate.require_dask_worker(address)  # the cluster is gone
-    # a peer that accepts the connection and never answers distributed's handshake (not a scheduler, or a hung one):
-    # distributed bounds the connection, not the handshake after it, and the run waited forever
-    with socket.create_server(("127.0.0.1", 0)) as mute:
-        silent = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
-        started = time.monotonic()
-        said = rf"cannot reach a Dask scheduler at {re.escape(silent)} \(--address\): TimeoutError: no answer to distributed's handshake"
-        with pytest.raises(StageError, match=said):
-            orchestrate.require_dask_worker(silent)
-        assert time.monotonic() - started < 10
-    with pytest.raises(StageError, match="'scheduler:8786x' is not a Dask scheduler's address"):
-        orchestrate.require_dask_worker("scheduler:8786x")
 
 
 def test_second_concurrent_run_stops_with_a_clear_message(built_toy: Path, prefect_server: str) -> None:

@@ -71,6 +71,7 @@ def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
 DASK_CONNECT_S = 30.0  # how long to wait for a Dask scheduler named with --address to answer (distributed's default)
 DASK_WORKER_WAIT_S = 30.0  # --wait-for-workers' default
 WATCH_POLL_S = 1.0  # how often a run on a Dask cluster asks its scheduler for workers (dask_watchdog)
+WATCH_ANSWER_S = 5.0  # how long the watchdog waits for the scheduler to answer; unanswered counts as no worker
 
 
 def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
@@ -126,9 +127,9 @@ def _handshake(address: str, timeout: float) -> None:
 
 @contextlib.contextmanager
 def dask_watchdog(address: str, wait: float) -> Iterator[None]:
-    """While a run's stages are on the Dask scheduler at `address`: where it has had no worker for `wait` seconds
-    (every worker left or died, or the scheduler stopped answering), the stages it holds would wait forever, and so
-    would the run; the flow is told to stop (flow.abandon), naming it. wait <= 0: not watched (a cluster that starts
+    """While a run's stages are on the Dask scheduler at `address`: where it has had no worker (every worker left or
+    died) or has not answered (it stopped, or hangs) for `wait` seconds, the stages it holds would wait forever, and
+    so would the run; the flow is told to stop (flow.abandon), naming it and why. wait <= 0: not watched (a cluster that starts
     its workers when tasks arrive)."""
     from paperdag.engine import flow
 
@@ -139,30 +140,40 @@ def dask_watchdog(address: str, wait: float) -> Iterator[None]:
 
     stop = threading.Event()
 
+    def workers(client: Client | None) -> dict | None:
+        """The scheduler's workers, or None where it does not answer within WATCH_ANSWER_S (gone, or hung: a
+        question to a hung scheduler is otherwise never answered, and the watchdog waited with the run)."""
+        try:
+            return client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=WATCH_ANSWER_S)["workers"] \
+                if client else None
+        except Exception:
+            return None
+
     def watch() -> None:
         try:
+            _handshake(address, DASK_CONNECT_S)  # bounded, as at the start
             client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
         except (OSError, ImportError, TypeError):
             client = None
         since: float | None = None
         try:
             while not stop.wait(WATCH_POLL_S):
-                try:
-                    workers = client.scheduler_info().get("workers") if client else None
-                except Exception:  # the scheduler gone or not answering: no worker either
-                    workers = None
-                if workers:
+                asked = time.monotonic()
+                found = workers(client)
+                if found:
                     since = None
                     continue
-                since = since or time.monotonic()
+                since = since or asked  # unanswered since it was asked
                 if time.monotonic() - since >= wait:
-                    flow.abandon(f"the Dask scheduler at {address} has had no worker for {wait:g} s (every worker "
-                                 "left or died): the stages still on it would wait forever, so the run stopped; "
-                                 "start a worker and run again (the stages that finished are recorded)")
+                    what = (f"has had no worker for {wait:g} s (every worker left or died)" if found is not None
+                            else f"has not answered for {wait:g} s (it stopped, or hangs)")
+                    flow.abandon(f"the Dask scheduler at {address} {what}: the stages still on it would wait forever, "
+                                 "so the run stopped; start a worker (or the scheduler) and run again (the stages that "
+                                 "finished are recorded)")
                     return
         finally:
             if client is not None:
-                client.close()
+                client.close(timeout=WATCH_ANSWER_S)
 
     watcher = threading.Thread(target=watch, name="dask watchdog", daemon=True)
     watcher.start()
