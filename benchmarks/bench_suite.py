@@ -10,9 +10,9 @@ run (wall = test-seconds / that parallelism); and the test-seconds each new pipe
 under the target (--minutes).
 
 With --cpu it also says where the machine's CPU went: every process started meanwhile is sampled (psutil, every
-0.25 s; a process that lives less than that is missed, so the sum is a lower bound) and its CPU-seconds summed by
-kind (a pytest worker, a stage the warm server forked, a `dvc repro`, a Prefect server, ...) and by the test whose
-temporary directory it ran in. The sampling costs a few per cent of a core, so the run's other figures are a little
+0.25 s; a process that lives less than that is missed, and what one spends after its last sample, so the sum is a
+lower bound) and its CPU-seconds summed by kind (a pytest worker, a process the warm server forked, a `dvc repro`,
+a Prefect server, ...) and by the test whose temporary directory it ran in. The sampling costs a few per cent of a core, so the run's other figures are a little
 worse than without it.
 
     .venv/bin/python benchmarks/bench_suite.py [--pipelines 19] [--cpu] [-- PYTEST ARGS]
@@ -68,14 +68,16 @@ def kind(command: list[str], parent: list[str]) -> str:
         if tool in args[:3]:
             sub = next((c for c in args[args.index(tool) + 1:] if not c.startswith("-")), "")
             if (tool, sub) == ("paperdag", "warm") and "paperdag" in parent and "warm" in parent:
-                return "stage forked by paperdag warm"
+                return "forked by paperdag warm (stages, served runs)"  # a fork keeps its server's command line
             return f"{tool} {sub}".strip()
+    if "paperdag.engine.dvcmain" in args[:3]:
+        return "dvc (paperdag.engine.dvcmain)"
     if "pytest" in args[:3]:
         return "pytest"
     if "uvicorn" in args[:3] or "prefect" in args[:3]:
         return "Prefect server"
     if any(x in " ".join(command) for x in ("playwright", "chrom", "headless_shell")):
-        return "Chromium (playwright)"
+        return "Playwright (its driver, Chromium)"
     return "other: " + " ".join(args[:3])[:60]
 
 
@@ -115,7 +117,8 @@ class CpuSampler:
             "sampled_cpu_s": sum(k[0] for k in kinds.values()),
             "by_kind": {n: {"cpu_s": round(c, 1), "processes": p} for n, (c, p) in sorted(kinds.items(), key=lambda kv: -kv[1][0])},
             "by_test_directory": {n: round(c, 1) for n, c in sorted(tests.items(), key=lambda kv: -kv[1])[:30]},
-            "note": "processes sampled every 0.25 s: one that lived less is missed (a lower bound); a test's directory "
+            "note": "processes sampled every 0.25 s: one that lived less is missed, and what one spent after its last "
+                    "sample (a lower bound); a test's directory "
                     "is pytest's tmp_path (its name cut to 30 characters) or a smoke build's (the pipeline's name)",
         }
 

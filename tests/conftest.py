@@ -188,8 +188,9 @@ def built_toy(built_toy_template: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory: pytest.TempPathFactory):
-    """One real `prefect server start` for the session, its API alone (the tests read and write runs through it;
-    none waits on a scheduler's tick); PREFECT_API_URL points every later process at it."""
+    """One real `prefect server start` for the session, its API alone (--no-services: it keeps flow runs and
+    deployments, not task runs, events or scheduled runs, which no test reads; a test that does needs a server with
+    its services); PREFECT_API_URL points every later process at it."""
     from paperdag.engine.prefect_server import running_server
 
     home = tmp_path_factory.mktemp("prefect-home")

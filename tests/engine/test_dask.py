@@ -18,6 +18,7 @@ import pytest
 from support import wait_for
 
 
+@pytest.mark.timeout(120)  # without the fix a mute peer held the check forever: fail, not wait for the suite's 1200 s
 def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_one(tmp_path: Path, monkeypatch,
                                                                                     capsys) -> None:
     """`paperdag run --runner dask --address` checks the scheduler before anything else (run lock, params, Prefect;
@@ -53,6 +54,7 @@ def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_
         orchestrate.require_dask_worker("scheduler:8786x")
 
 
+@pytest.mark.timeout(120)
 def test_the_watchdog_stops_a_run_whose_scheduler_stops_answering() -> None:
     """A scheduler that hangs mid-run (here SIGSTOP; a deadlocked or swapped-out one alike) answers no question: the
     watchdog's asking it for workers waited forever, and so did the run. An unanswered question now counts as no
@@ -66,7 +68,7 @@ def test_the_watchdog_stops_a_run_whose_scheduler_stops_answering() -> None:
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
                                   address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
-                               "--no-dashboard"], **quiet)
+                               "--no-nanny", "--no-dashboard"], **quiet)
     flow.abandoned(clear=True)
     try:
         orchestrate.require_dask_worker(address, 60)  # the scheduler up, with its worker
@@ -77,11 +79,9 @@ def test_the_watchdog_stops_a_run_whose_scheduler_stops_answering() -> None:
             stopped = time.monotonic()
             wait_for(lambda: flow.abandoned() is not None, "the watchdog to give up on the hung scheduler", 30)
             assert time.monotonic() - stopped < max(2, orchestrate.WATCH_ANSWER_S) + orchestrate.WATCH_POLL_S + 5
-            assert f"the Dask scheduler at {address} has not answered for 2 s" in flow.abandoned()
+            assert f"the Dask scheduler at {address} has not answered for " in flow.abandoned()
     finally:
         flow.abandoned(clear=True)
         for proc in (worker, scheduler):
-            proc.kill()
-        os.kill(scheduler.pid, signal.SIGCONT)
-        for proc in (worker, scheduler):
+            proc.kill()  # a stopped process dies of SIGKILL too
             proc.wait(30)

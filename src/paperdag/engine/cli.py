@@ -44,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--runner", choices=["thread", "dask"], default="thread")
     run.add_argument("--address", help="address of an existing Dask scheduler (with --runner dask)")
     run.add_argument("--wait-for-workers", type=float, metavar="SECONDS",
-                     help="with --address: how long to wait for the scheduler's first worker before stopping "
-                          "(default 30; 0: do not check, for a cluster that starts workers when tasks arrive)")
+                     help="with --address: how long to wait for the scheduler's first worker before stopping, and "
+                          "during the run how long it may have no worker, or not answer, before the run stops "
+                          "(default 30; 0: neither checked, for a cluster that starts workers when tasks arrive)")
     run.add_argument("--workers", type=int, help="stages run at once (default: CPU count)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="change a params.yaml value before running (written to params.yaml, like dvc exp run -S)")

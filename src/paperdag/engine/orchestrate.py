@@ -71,7 +71,7 @@ def _no_heartbeats() -> contextlib.AbstractContextManager[object]:
 DASK_CONNECT_S = 30.0  # how long to wait for a Dask scheduler named with --address to answer (distributed's default)
 DASK_WORKER_WAIT_S = 30.0  # --wait-for-workers' default
 WATCH_POLL_S = 1.0  # how often a run on a Dask cluster asks its scheduler for workers (dask_watchdog)
-WATCH_ANSWER_S = 5.0  # how long the watchdog waits for the scheduler to answer; unanswered counts as no worker
+WATCH_ANSWER_S = 5.0  # the watchdog's shortest wait for the scheduler's answer (unanswered counts as no worker)
 
 
 def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
@@ -105,24 +105,30 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
 
 
 def _handshake(address: str, timeout: float) -> None:
-    """Connect to `address` and exchange distributed's handshake, as a Client's connection does, within `timeout`
-    seconds (TimeoutError otherwise). distributed bounds the connection but not the handshake after it: a peer that
-    accepts and never answers (not a Dask scheduler, or a hung one) held Client() forever, and so the run."""
+    """Connect to `address` and exchange distributed's handshake, as a Client's connection does (its security
+    included), within `timeout` seconds (TimeoutError otherwise). distributed bounds the connection but not the
+    handshake after it: a peer that accepts and never answers (not a Dask scheduler, or a hung one) held Client()
+    forever, and so the run. On a thread of its own, so that a caller inside an event loop (a notebook) can call it."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
+    from distributed.client import _maybe_call_security_loader  # how Client finds its security, config aside
     from distributed.comm import connect
     from distributed.security import Security
 
+    security = _maybe_call_security_loader(address) or Security()
+
     async def probe() -> None:
         try:
-            comm = await asyncio.wait_for(connect(address, timeout=timeout, **Security().get_connection_args("client")),
+            comm = await asyncio.wait_for(connect(address, timeout=timeout, **security.get_connection_args("client")),
                                           timeout)
         except TimeoutError:
             raise TimeoutError(f"no answer to distributed's handshake within {timeout:g} s (is a Dask scheduler "
                                "listening there?)") from None
         await comm.close()
 
-    asyncio.run(probe())
+    with ThreadPoolExecutor(1, thread_name_prefix="dask handshake") as pool:
+        pool.submit(asyncio.run, probe()).result()
 
 
 @contextlib.contextmanager
@@ -140,11 +146,11 @@ def dask_watchdog(address: str, wait: float) -> Iterator[None]:
 
     stop = threading.Event()
 
-    def workers(client: Client | None) -> dict | None:
-        """The scheduler's workers, or None where it does not answer within WATCH_ANSWER_S (gone, or hung: a
-        question to a hung scheduler is otherwise never answered, and the watchdog waited with the run)."""
+    def workers(client: Client | None, within: float) -> int | None:
+        """How many workers the scheduler has, or None where it does not answer within `within` seconds (gone, or
+        hung: a question to a hung scheduler is otherwise never answered, and the watchdog waited with the run)."""
         try:
-            return client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=WATCH_ANSWER_S)["workers"] \
+            return client.sync(client.scheduler.identity, n_workers=0, callback_timeout=within)["n_workers"] \
                 if client else None
         except Exception:
             return None
@@ -155,18 +161,19 @@ def dask_watchdog(address: str, wait: float) -> Iterator[None]:
             client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
         except (OSError, ImportError, TypeError):
             client = None
-        since: float | None = None
+        since: float | None = None  # when the scheduler was first found without a worker, or first not answering
         try:
             while not stop.wait(WATCH_POLL_S):
                 asked = time.monotonic()
-                found = workers(client)
+                # a slow answer is an answer: once one is missing, the next may take what is left of `wait`
+                found = workers(client, WATCH_ANSWER_S if since is None else max(WATCH_ANSWER_S, since + wait - asked))
                 if found:
                     since = None
                     continue
-                since = since or asked  # unanswered since it was asked
-                if time.monotonic() - since >= wait:
+                since = since or asked
+                if time.monotonic() - since >= wait and not stop.is_set():
                     what = (f"has had no worker for {wait:g} s (every worker left or died)" if found is not None
-                            else f"has not answered for {wait:g} s (it stopped, or hangs)")
+                            else f"has not answered for {time.monotonic() - since:.0f} s (it stopped, or hangs)")
                     flow.abandon(f"the Dask scheduler at {address} {what}: the stages still on it would wait forever, "
                                  "so the run stopped; start a worker (or the scheduler) and run again (the stages that "
                                  "finished are recorded)")

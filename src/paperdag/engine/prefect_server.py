@@ -146,8 +146,9 @@ def running_server(home: Path, services: bool = True) -> Iterator[str]:
     """A real `prefect server start` (what a team points PREFECT_API_URL at) on a free port, for the block's length;
     yields its API URL. Used by the tests and the engine benchmark. Its database starts from the template, as a
     team's long-running server's has been migrated since its first start. `services=False`: the API alone
-    (`--no-services`: no scheduler, late-run or other loop services), for a caller that only reads and writes runs
-    through the API, as the test suite does (idle, the services cost ~0.02 CPU-s a second)."""
+    (`--no-services`: no scheduler, late-run, task-run recorder, event persister or other loop service, so it keeps
+    flow runs and deployments but no task runs, events or scheduled runs), for a caller that only reads and writes
+    flow runs and deployments through the API, as the test suite does (idle, the services cost ~0.02 CPU-s a second)."""
     url = f"http://127.0.0.1:{(port := free_port())}/api"
     env = {**_database_env(home), "PREFECT_HOME": str(home), "PREFECT_API_URL": "",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
