@@ -46,7 +46,8 @@ def test_dask_runner_refuses_a_scheduler_without_workers_and_an_address_without_
     with socket.create_server(("127.0.0.1", 0)) as mute:
         silent = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
         started = time.monotonic()
-        said = rf"cannot reach a Dask scheduler at {re.escape(silent)} \(--address\): TimeoutError: no answer to distributed's handshake"
+        said = (rf"cannot reach a Dask scheduler at {re.escape(silent)} \(--address\): "
+                "TimeoutError: connected, and no answer to distributed's handshake")
         with pytest.raises(StageError, match=said):
             orchestrate.require_dask_worker(silent)
         assert time.monotonic() - started < 10

@@ -119,12 +119,14 @@ def _handshake(address: str, timeout: float) -> None:
     security = _maybe_call_security_loader(address) or Security()
 
     async def probe() -> None:
+        # connect() bounds its own connecting (an OSError of its own); the outer bound, a little later, is the
+        # handshake's, so that a host that never connects is not reported as one that never answered
         try:
             comm = await asyncio.wait_for(connect(address, timeout=timeout, **security.get_connection_args("client")),
-                                          timeout)
+                                          timeout + 2)
         except TimeoutError:
-            raise TimeoutError(f"no answer to distributed's handshake within {timeout:g} s (is a Dask scheduler "
-                               "listening there?)") from None
+            raise TimeoutError(f"connected, and no answer to distributed's handshake within {timeout + 2:g} s (is a "
+                               "Dask scheduler listening there?)") from None
         await comm.close()
 
     with ThreadPoolExecutor(1, thread_name_prefix="dask handshake") as pool:
@@ -135,8 +137,8 @@ def _handshake(address: str, timeout: float) -> None:
 def dask_watchdog(address: str, wait: float) -> Iterator[None]:
     """While a run's stages are on the Dask scheduler at `address`: where it has had no worker (every worker left or
     died) or has not answered (it stopped, or hangs) for `wait` seconds, the stages it holds would wait forever, and
-    so would the run; the flow is told to stop (flow.abandon), naming it and why. wait <= 0: not watched (a cluster that starts
-    its workers when tasks arrive)."""
+    so would the run; the flow is told to stop (flow.abandon), naming it and why. wait <= 0: not watched (a cluster
+    that starts its workers when tasks arrive)."""
     from paperdag.engine import flow
 
     if wait <= 0:
