@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paperdag.engine import locks, warm
 from paperdag.engine.errors import StageError
@@ -23,6 +24,9 @@ from paperdag.engine.render import ensure_rendered
 from paperdag.engine.runner import validated_project
 from paperdag.engine.settings import prefect_defaults
 from paperdag.engine.status import stale_stages
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 def quiet_prefect() -> None:
@@ -79,7 +83,6 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
     (DASK_CONNECT_S), or where the scheduler has no worker after `wait` seconds: a stage sent to a scheduler without
     workers waits there forever, and so did the run. wait <= 0: the workers are not checked (a cluster that starts
     them when tasks arrive)."""
-    from distributed import Client
     from distributed.comm.addressing import get_address_host_port
     from distributed.exceptions import WorkerStartTimeoutError
 
@@ -88,8 +91,7 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
     except ValueError as e:
         raise StageError(f"--address {address!r} is not a Dask scheduler's address (tcp://HOST:PORT): {e}") from None
     try:
-        _handshake(address, DASK_CONNECT_S)
-        client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
+        client = _client(address)
     except (OSError, ImportError, TypeError) as e:  # unreachable or slow (TimeoutError), versions, TLS not configured
         raise StageError(f"cannot reach a Dask scheduler at {address} (--address): {type(e).__name__}: {e}") from None
     with client:
@@ -102,6 +104,15 @@ def require_dask_worker(address: str, wait: float = DASK_WORKER_WAIT_S) -> None:
             raise StageError(f"the Dask scheduler at {address} has no worker (waited {wait:g} s): a stage sent there "
                              f"would wait forever; start one (`dask worker {address}`) and run again, or pass "
                              "--wait-for-workers 0 to a cluster that starts them when tasks arrive") from None
+
+
+def _client(address: str) -> Client:
+    """A distributed Client of the scheduler at `address`, or an OSError within DASK_CONNECT_S (+2 s): its handshake
+    exchanged first, under a bound (_handshake), since Client's own connection waits for the handshake forever."""
+    from distributed import Client
+
+    _handshake(address, DASK_CONNECT_S)
+    return Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
 
 
 def _handshake(address: str, timeout: float) -> None:
@@ -144,8 +155,6 @@ def dask_watchdog(address: str, wait: float) -> Iterator[None]:
     if wait <= 0:
         yield
         return
-    from distributed import Client
-
     stop = threading.Event()
 
     def workers(client: Client | None, within: float) -> int | None:
@@ -159,8 +168,7 @@ def dask_watchdog(address: str, wait: float) -> Iterator[None]:
 
     def watch() -> None:
         try:
-            _handshake(address, DASK_CONNECT_S)  # bounded, as at the start
-            client = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
+            client = _client(address)
         except (OSError, ImportError, TypeError):
             client = None
         since: float | None = None  # when the scheduler was first found without a worker, or first not answering
